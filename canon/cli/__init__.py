@@ -1,0 +1,49 @@
+"""The ``canon`` command line: a click group whose subcommands load lazily."""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import click
+
+# name -> "module:attribute"; loaded only when the subcommand runs, so `canon --help`
+# stays fast and never pulls in litellm or scipy.
+_COMMANDS: dict[str, str] = {
+    "score": "canon.cli.score:score",
+    "policy": "canon.cli.policy:policy",
+    "contract": "canon.cli.contract:contract",
+}
+
+_SUMMARIES: dict[str, str] = {
+    "score": "Score artifacts against the constitution and print verdicts.",
+    "policy": "Check structured JSON output against a policy (deterministic gate).",
+    "contract": "Check OpenTelemetry traces against behavioral contracts.",
+}
+
+
+class _LazyGroup(click.Group):
+    """A group that imports each subcommand's module on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = _COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, _, attribute = target.partition(":")
+        command: click.Command = getattr(importlib.import_module(module_name), attribute)
+        return command
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # Listing summaries from a static table avoids importing every subcommand.
+        rows = [(name, _SUMMARIES[name]) for name in self.list_commands(ctx)]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+@click.group(cls=_LazyGroup)
+@click.version_option(package_name="canon-testing", prog_name="canon")
+def main(**_: Any) -> None:
+    """Canon: coherence regression tests for AI agents."""

@@ -1,0 +1,5 @@
+"""Allow ``python -m canon.cli``."""
+
+from canon.cli import main
+
+main()

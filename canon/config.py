@@ -1,0 +1,178 @@
+"""Project configuration: discovery of canon.yaml / [tool.canon], and .env loading."""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from canon.core.rubric import refuse_rubric_override
+from canon.core.scoring import check_threshold
+from canon.errors import CanonError, ConfigError
+from canon.store import parse_yaml, read_text
+
+CONFIG_NAMES = ("canon.yaml", "canon.yml", "pyproject.toml")
+DEFAULT_THRESHOLD = 0.85
+DEFAULT_TOLERANCE = 0.02
+DEFAULT_BASELINES_DIR = "canon/baselines"
+DEFAULT_CONCURRENCY = 8
+
+_PATH_KEYS = ("constitution_path", "baselines_dir", "suite", "policy")
+_KNOWN_KEYS = frozenset(
+    {
+        "judge_model",
+        "threshold",
+        "tolerance",
+        "constitution_path",
+        "baselines_dir",
+        "suite",
+        "policy",
+        "contract",
+        "concurrency",
+    }
+)
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """A project's Canon settings, with paths already resolved."""
+
+    source: Path | None  # the file the settings came from; None when defaults apply
+    base_dir: Path  # what relative paths were resolved against
+    judge_model: str | None = None
+    threshold: float = DEFAULT_THRESHOLD
+    tolerance: float = DEFAULT_TOLERANCE
+    constitution_path: Path | None = None
+    baselines_dir: Path | None = None
+    suite: Path | None = None
+    policy: Path | None = None
+    contract: str | None = None  # a contract file path or a bundled template name
+    concurrency: int = DEFAULT_CONCURRENCY
+
+
+def discover_config_file(start: Path) -> Path | None:
+    """The first canon.yaml, canon.yml or pyproject.toml with [tool.canon], walking up."""
+    for directory in (start, *start.parents):
+        for name in CONFIG_NAMES:
+            candidate = directory / name
+            if not candidate.is_file():
+                continue
+            if name != "pyproject.toml" or _has_tool_canon(candidate):
+                return candidate
+    return None
+
+
+def load_config(explicit: Path | None = None, *, cwd: Path | None = None) -> Config:
+    """Load the project's config: ``explicit`` if given, else the discovered one."""
+    cwd = (cwd or Path.cwd()).resolve()
+    if explicit is not None:
+        path = (cwd / explicit).resolve()
+        if not path.is_file():
+            raise ConfigError(f"config file not found: {explicit}")
+        # A config named from elsewhere does not move the project: its relative paths
+        # stay relative to where the command runs.
+        return config_from_mapping(_read_settings(path), source=path, base_dir=cwd)
+    found = discover_config_file(cwd)
+    if found is None:
+        return Config(source=None, base_dir=cwd, baselines_dir=cwd / DEFAULT_BASELINES_DIR)
+    return config_from_mapping(_read_settings(found), source=found, base_dir=found.parent)
+
+
+def _read_settings(path: Path) -> Mapping[str, Any]:
+    text = read_text(path, "config file", ConfigError)
+    if path.name.endswith(".toml"):
+        try:
+            document = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+        table = document.get("tool", {}).get("canon")
+        if not isinstance(table, dict):
+            raise ConfigError(f"{path}: has no [tool.canon] table; add one or use canon.yaml")
+        return table
+    data = parse_yaml(text, str(path), ConfigError)
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        raise ConfigError(f"{path}: expected a mapping of settings, got a {type(data).__name__}")
+    return data
+
+
+def _has_tool_canon(path: Path) -> bool:
+    try:
+        document = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return False  # an unreadable pyproject is not ours to judge during discovery
+    return isinstance(document.get("tool", {}).get("canon"), dict)
+
+
+def config_from_mapping(data: Mapping[str, Any], *, source: Path, base_dir: Path) -> Config:
+    """Validate settings and resolve their relative paths against ``base_dir``."""
+    if "rubric" in data:
+        raise refuse_rubric_override(f"{source}: the 'rubric' key")
+    unknown = sorted(str(k) for k in data if k not in _KNOWN_KEYS)
+    if unknown:
+        raise ConfigError(
+            f"{source}: unknown setting(s) {', '.join(map(repr, unknown))}; "
+            f"known settings are {', '.join(sorted(_KNOWN_KEYS))}"
+        )
+    values: dict[str, Any] = {}
+    for key in _PATH_KEYS:
+        if data.get(key) is not None:
+            values[key] = base_dir / _text(data, key, source)
+    if data.get("judge_model") is not None:
+        values["judge_model"] = _text(data, "judge_model", source)
+    if data.get("contract") is not None:
+        contract = _text(data, "contract", source)
+        # A name without a path separator or YAML suffix is a bundled template.
+        looks_like_file = contract.endswith((".yaml", ".yml")) or "/" in contract
+        values["contract"] = str(base_dir / contract) if looks_like_file else contract
+    for key in ("threshold", "tolerance"):
+        if data.get(key) is not None:
+            values[key] = _fraction(data[key], key, source)
+    if data.get("concurrency") is not None:
+        concurrency = data["concurrency"]
+        if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
+            raise ConfigError(f"{source}: 'concurrency' must be a whole number >= 1")
+        values["concurrency"] = concurrency
+    values.setdefault("baselines_dir", base_dir / DEFAULT_BASELINES_DIR)
+    return Config(source=source, base_dir=base_dir, **values)
+
+
+def _text(data: Mapping[str, Any], key: str, source: Path) -> str:
+    value = data[key]
+    if not isinstance(value, str) or not value.strip():
+        raise ConfigError(f"{source}: {key!r} must be non-empty text, got {value!r}")
+    return value.strip()
+
+
+def _fraction(value: object, key: str, source: Path) -> float:
+    try:
+        return check_threshold(value)
+    except CanonError:
+        raise ConfigError(f"{source}: {key!r} must be a number in [0, 1], got {value!r}") from None
+
+
+def load_env_files(directory: Path, environ: dict[str, str] | None = None) -> dict[str, str]:
+    """Load .env, .env.{APP_ENV}, .env.local from ``directory`` into the environment.
+
+    Later files override earlier ones; a variable already exported always wins.
+    Returns the variables that were set.
+    """
+    from dotenv import dotenv_values  # only the CLI and plugin need it
+
+    environ = os.environ if environ is None else environ
+    names = [".env"]
+    if environ.get("APP_ENV"):
+        names.append(f".env.{environ['APP_ENV']}")
+    names.append(".env.local")
+    merged: dict[str, str] = {}
+    for name in names:
+        path = directory / name
+        if path.is_file():
+            merged.update({k: v for k, v in dotenv_values(path).items() if v is not None})
+    applied = {k: v for k, v in merged.items() if k not in environ}
+    environ.update(applied)
+    return applied

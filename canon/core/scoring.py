@@ -1,0 +1,250 @@
+"""Scoring: judge answers become question cells, cells become an artifact's verdict."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from canon.core.rubric import Question
+from canon.errors import JudgeError, UsageError
+from canon.gates.outcome import GateOutcome
+
+CellState = Literal["answered", "na", "unscored"]
+
+# The gate trips when at least this much of the judge's mass says "contradiction":
+# an even split is not evidence of coherence, so it fails closed.
+GATE_TRIP_MASS = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Answer:
+    """A judge's answer to one question: probability mass per choice label."""
+
+    distribution: Mapping[str, float]
+    rationale: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Cell:
+    """One question's outcome for one artifact."""
+
+    question: Question
+    state: CellState
+    score: float | None = None  # expected choice score, n/a mass excluded
+    confidence: float | None = None  # mass of the modal choice
+    distribution: tuple[tuple[str, float], ...] = ()
+    rationale: str | None = None
+    error: str | None = None  # why the judge could not answer (unscored cells)
+
+    @property
+    def id(self) -> str:
+        """The question id (``G``, a facet id, ``P1`` …)."""
+        return self.question.id
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactResult:
+    """The verdict on one artifact and everything that led to it."""
+
+    key: str
+    canon: bool
+    score: float | None  # after the NSCP cap; None when no judge was asked
+    raw_score: float | None  # the plain mean of applicable questions
+    gated: bool  # the NSCP gate tripped
+    threshold: float
+    cells: tuple[Cell, ...] = ()
+    gates: tuple[GateOutcome, ...] = ()
+    reasons: tuple[str, ...] = ()  # why it is non-canon, most important first
+    notes: tuple[str, ...] = ()  # worth knowing, not failures (e.g. a contract WARN)
+
+    @property
+    def stopped_by(self) -> str | None:
+        """The deterministic gate that stopped the artifact before the judge, if any."""
+        return next((g.gate for g in self.gates if g.stops), None)
+
+    @property
+    def unscored(self) -> tuple[Cell, ...]:
+        """Cells the judge failed to answer."""
+        return tuple(c for c in self.cells if c.state == "unscored")
+
+    def cell(self, question_id: str) -> Cell:
+        """The cell for a question id."""
+        for cell in self.cells:
+            if cell.id == question_id:
+                return cell
+        raise KeyError(question_id)
+
+    def lowest(self, count: int = 3) -> tuple[Cell, ...]:
+        """The lowest-scoring answered questions, worst first."""
+        answered = [c for c in self.cells if c.state == "answered" and c.score is not None]
+        answered.sort(key=lambda c: (c.score, c.id))
+        return tuple(answered[:count])
+
+
+def check_threshold(threshold: object) -> float:
+    """Validate a threshold value: a number in [0, 1]."""
+    if isinstance(threshold, bool) or not isinstance(threshold, int | float):
+        raise UsageError(f"threshold must be a number in [0, 1], got {threshold!r}")
+    if not 0.0 <= float(threshold) <= 1.0:
+        raise UsageError(f"threshold must be in [0, 1], got {threshold}")
+    return float(threshold)
+
+
+def score_cell(question: Question, answer: Answer) -> Cell:
+    """Turn a judge's answer into a cell: normalized score, confidence and state."""
+    distribution = _normalize(question, answer.distribution)
+    confidence = max(mass for _, mass in distribution)
+    scored_mass = 0.0
+    weighted = 0.0
+    for label, mass in distribution:
+        choice = question.choice(label)
+        assert choice is not None  # _normalize checked every label
+        if choice.score is not None:
+            scored_mass += mass
+            weighted += mass * choice.score
+    if scored_mass <= 0.0:
+        return Cell(question, "na", None, confidence, distribution, answer.rationale)
+    score = weighted / scored_mass
+    return Cell(question, "answered", score, confidence, distribution, answer.rationale)
+
+
+def unscored_cell(question: Question, reason: str) -> Cell:
+    """A cell for a question the judge could not answer; never a pass, never n/a."""
+    return Cell(question, "unscored", error=reason)
+
+
+def _normalize(question: Question, raw: Mapping[str, float]) -> tuple[tuple[str, float], ...]:
+    merged: dict[str, float] = {}
+    for label, mass in raw.items():
+        choice = question.choice(str(label))
+        if choice is None:
+            allowed = ", ".join(c.label for c in question.choices)
+            raise JudgeError(
+                f"question {question.id}: the judge answered {label!r}, "
+                f"which is not one of its choices ({allowed})"
+            )
+        if isinstance(mass, bool) or not isinstance(mass, int | float) or not math.isfinite(mass):
+            raise JudgeError(f"question {question.id}: mass for {label!r} is not a number")
+        if mass < 0:
+            raise JudgeError(f"question {question.id}: mass for {label!r} is negative")
+        merged[choice.label] = merged.get(choice.label, 0.0) + float(mass)
+    total = sum(merged.values())
+    if total <= 0.0:
+        raise JudgeError(f"question {question.id}: the judge gave no answer mass to any choice")
+    if question.kind == "gate" and merged.get(_na_label(question) or "", 0.0) > 0:
+        raise JudgeError(f"question {question.id}: the gate question cannot be answered n/a")
+    return tuple(sorted(((label, mass / total) for label, mass in merged.items())))
+
+
+def _na_label(question: Question) -> str | None:
+    return next((c.label for c in question.choices if c.score is None), None)
+
+
+def gate_tripped(cell: Cell) -> bool:
+    """Whether the NSCP gate question says the artifact contradicts the constitution."""
+    if cell.state != "answered" or cell.score is None:
+        return False
+    contradiction = sum(
+        mass
+        for label, mass in cell.distribution
+        if (choice := cell.question.choice(label)) is not None and choice.score == 0.0
+    )
+    return contradiction >= GATE_TRIP_MASS
+
+
+def judge_verdict(
+    key: str,
+    cells: Sequence[Cell],
+    threshold: float,
+    gates: Sequence[GateOutcome] = (),
+) -> ArtifactResult:
+    """Combine an artifact's cells into its verdict, applying the NSCP gate and threshold."""
+    applicable = [c.score for c in cells if c.state == "answered" and c.score is not None]
+    raw = sum(applicable) / len(applicable) if applicable else None
+    gate_cells = [c for c in cells if c.question.kind == "gate"]
+    gated = any(gate_tripped(c) for c in gate_cells)
+    score = raw
+    reasons: list[str] = []
+    if gated:
+        cap = min(c.score for c in gate_cells if c.score is not None)
+        score = cap if raw is None else min(raw, cap)
+        question = gate_cells[0].question
+        reasons.append(f"NSCP gate: the judge found a contradiction ({question.id}: {question.text})")
+    unscored = [c for c in cells if c.state == "unscored"]
+    if unscored:
+        ids = ", ".join(c.id for c in unscored)
+        reasons.append(f"{len(unscored)} of {len(cells)} questions unscored (judge failed: {ids})")
+    if score is None:
+        if not unscored:
+            reasons.append("no question applied to this artifact")
+    elif score < threshold:
+        reasons.append(f"score {score:.3f} is below the threshold {threshold:.3f}")
+    notes = tuple(_gate_notes(gates))
+    return ArtifactResult(
+        key=key,
+        canon=not reasons,
+        score=score,
+        raw_score=raw,
+        gated=gated,
+        threshold=threshold,
+        cells=tuple(cells),
+        gates=tuple(gates),
+        reasons=tuple(reasons),
+        notes=notes,
+    )
+
+
+def stopped_verdict(key: str, threshold: float, gates: Sequence[GateOutcome]) -> ArtifactResult:
+    """The verdict on an artifact a deterministic gate stopped before any judge call."""
+    reasons = tuple(
+        f"{g.gate} gate failed: {'; '.join(g.reasons) or 'no reason given'}"
+        for g in gates
+        if g.stops
+    )
+    return ArtifactResult(
+        key=key,
+        canon=False,
+        score=None,
+        raw_score=None,
+        gated=False,
+        threshold=threshold,
+        gates=tuple(gates),
+        reasons=reasons,
+        notes=tuple(_gate_notes(gates)),
+    )
+
+
+def _gate_notes(gates: Sequence[GateOutcome]) -> list[str]:
+    return [
+        f"{g.gate} gate warning: {'; '.join(g.reasons) or 'no detail'}"
+        for g in gates
+        if g.status == "warn"
+    ]
+
+
+def failure_message(result: ArtifactResult) -> str:
+    """The text of the AssertionError raised for a non-canon artifact."""
+    lines = [f"non-canon artifact {result.key}: " + "; ".join(result.reasons)]
+    lowest = result.lowest(3)
+    if lowest:
+        lines.append("lowest-scoring questions:")
+        lines.extend(f"  {c.id} ({c.score:.2f}): {c.question.text}" for c in lowest)
+    return "\n".join(lines)
+
+
+def relevant_questions(
+    result: ArtifactResult, *, report_excluded: bool = False
+) -> tuple[Question, ...] | tuple[tuple[Question, ...], tuple[str, ...]]:
+    """Questions that applied to the artifact; with ``report_excluded``, also the
+    principles the judge ruled out of play (answered n/a), as ``(kept, excluded)``."""
+    kept = tuple(c.question for c in result.cells if c.state == "answered")
+    if not report_excluded:
+        return kept
+    excluded = tuple(
+        c.question.subject
+        for c in result.cells
+        if c.state == "na" and c.question.kind == "principle" and c.question.subject is not None
+    )
+    return kept, excluded

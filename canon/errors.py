@@ -1,0 +1,72 @@
+"""Errors raised by Canon.
+
+Every error Canon raises on purpose is a ``CanonError``; the CLI turns each one into a
+single line on stderr and its ``exit_code``.
+
+    CanonError                      exit 2 unless said otherwise
+    ├── UsageError                  a command was called wrongly
+    ├── ConfigError                 canon.yaml / pyproject [tool.canon] is unusable
+    │   └── RubricOverrideError     someone tried to supply their own rubric
+    ├── ConstitutionError           constitution file or value is malformed
+    ├── RubricError                 the packaged rubric data is malformed
+    ├── InputError                  an artifact, suite, trace or JSON input is unusable
+    ├── BaselineError               a baseline is missing, corrupt or recorded under another rubric
+    ├── GateError                   a deterministic gate (policy, contract) cannot be loaded
+    └── JudgeError                  the judge could not answer
+        ├── JudgeScriptError        a MockJudge script has no answer for a question
+        └── JudgeUnavailableError   a real judge failed after retries (exit 3)
+"""
+
+from __future__ import annotations
+
+
+class CanonError(Exception):
+    """Base class for every error Canon raises deliberately."""
+
+    exit_code: int = 2
+
+
+class UsageError(CanonError):
+    """A command or function was called with arguments it cannot use."""
+
+
+class ConfigError(CanonError):
+    """The project configuration cannot be used."""
+
+
+class RubricOverrideError(ConfigError):
+    """A caller tried to replace the fixed rubric."""
+
+
+class ConstitutionError(CanonError):
+    """The constitution is malformed."""
+
+
+class RubricError(CanonError):
+    """The packaged rubric data is malformed or missing."""
+
+
+class InputError(CanonError):
+    """An input file or value (artifact, suite, trace, JSON) is unusable."""
+
+
+class BaselineError(CanonError):
+    """A baseline is missing, corrupt, or was recorded under another rubric."""
+
+
+class GateError(CanonError):
+    """A deterministic gate (policy or contract) cannot be loaded or run."""
+
+
+class JudgeError(CanonError):
+    """The judge could not answer a question."""
+
+
+class JudgeScriptError(JudgeError):
+    """A scripted judge has no answer for a question it was asked."""
+
+
+class JudgeUnavailableError(JudgeError):
+    """A real judge stayed unreachable after retries (network, auth, rate limit)."""
+
+    exit_code = 3

@@ -1,0 +1,73 @@
+"""CoherenceMetric: score one artifact, or assert that it coheres."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from canon.core.artifact import as_artifact
+from canon.core.constitution import Constitution
+from canon.core.rubric import refuse_rubric_override
+from canon.core.scoring import ArtifactResult, check_threshold, failure_message
+from canon.errors import UsageError
+from canon.judge.base import Judge
+from canon.judge.sync import run_sync
+from canon.runner import ArtifactGate, ScoringPlan, score_artifact
+from canon.store import load_rubric
+
+_NOT_GIVEN: object = object()
+
+
+class CoherenceMetric:
+    """Holds a constitution, a judge and a threshold; scores artifacts against them.
+
+    The metric keeps no results on itself: ``score`` returns a frozen result value.
+    """
+
+    def __init__(
+        self,
+        *,
+        constitution: Constitution,
+        judge: Judge,
+        threshold: float = 0.85,
+        gates: Sequence[ArtifactGate] = (),
+        rubric: object = _NOT_GIVEN,
+    ) -> None:
+        if rubric is not _NOT_GIVEN:
+            raise refuse_rubric_override("CoherenceMetric(rubric=...)")
+        if not isinstance(constitution, Constitution):
+            raise UsageError(
+                "constitution must be a canon.Constitution (use constitution_from_file), "
+                f"got a {type(constitution).__name__}"
+            )
+        if isinstance(judge, str) or not isinstance(judge, Judge):
+            raise UsageError(
+                f"judge must be a Judge object (e.g. MockJudge), got {judge!r}; "
+                "model-string judges are not available in this version"
+            )
+        self._plan = ScoringPlan(
+            constitution=constitution,
+            rubric=load_rubric(),
+            judge=judge,
+            threshold=check_threshold(threshold),
+            gates=tuple(gates),
+        )
+
+    @property
+    def threshold(self) -> float:
+        """The score an artifact must reach to be canon."""
+        return self._plan.threshold
+
+    async def ascore(self, artifact: object) -> ArtifactResult:
+        """Score one artifact (text or Artifact) without blocking the event loop."""
+        return await score_artifact(self._plan, as_artifact(artifact))
+
+    def score(self, artifact: object) -> ArtifactResult:
+        """Score one artifact (text or Artifact)."""
+        return run_sync(self.ascore(artifact))
+
+    def assert_coheres(self, artifact: object) -> ArtifactResult:
+        """Return the result if the artifact is canon; raise AssertionError naming what failed."""
+        result = self.score(artifact)
+        if not result.canon:
+            raise AssertionError(failure_message(result))
+        return result

@@ -1,0 +1,1 @@
+"""Canon's pytest plugin (fixtures and options arrive with the baselines work)."""

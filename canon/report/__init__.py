@@ -1,0 +1,1 @@
+"""Renderings of results: text for people, JSON for machines."""

@@ -1,0 +1,61 @@
+"""A JSON document of scoring results, for machines and CI artifacts."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from canon.core.scoring import ArtifactResult, Cell
+from canon.runner import ScoringPlan
+
+
+def results_document(results: Sequence[ArtifactResult], plan: ScoringPlan) -> dict[str, Any]:
+    """Results as plain data with the rubric, judge and constitution they were scored under."""
+    return {
+        "rubric": {
+            "id": plan.rubric.id,
+            "version": plan.rubric.version,
+            "fingerprint": plan.rubric.fingerprint,
+        },
+        "judge": plan.judge.name,
+        "constitution": plan.constitution.digest,
+        "threshold": plan.threshold,
+        "artifacts": [result_record(r) for r in results],
+        "summary": {
+            "artifacts": len(results),
+            "canon": sum(r.canon for r in results),
+            "non_canon": sum(not r.canon for r in results),
+            "unscored_questions": sum(len(r.unscored) for r in results),
+        },
+    }
+
+
+def result_record(result: ArtifactResult) -> dict[str, Any]:
+    """One artifact's verdict as plain data."""
+    return {
+        "key": result.key,
+        "canon": result.canon,
+        "score": result.score,
+        "raw_score": result.raw_score,
+        "gated": result.gated,
+        "stopped_by": result.stopped_by,
+        "reasons": list(result.reasons),
+        "notes": list(result.notes),
+        "gates": [
+            {"gate": g.gate, "status": g.status, "reasons": list(g.reasons)} for g in result.gates
+        ],
+        "questions": {c.id: _cell_record(c) for c in result.cells},
+    }
+
+
+def _cell_record(cell: Cell) -> dict[str, Any]:
+    record: dict[str, Any] = {
+        "state": cell.state,
+        "score": cell.score,
+        "confidence": cell.confidence,
+    }
+    if cell.question.subject is not None:
+        record["subject"] = cell.question.subject
+    if cell.error is not None:
+        record["error"] = cell.error
+    return record

@@ -1,0 +1,105 @@
+"""Orchestration: deterministic gates, then the judge, then scoring — concurrently."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Coroutine, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from canon.core.artifact import Artifact
+from canon.core.constitution import Constitution
+from canon.core.rubric import Question, Rubric
+from canon.core.scoring import (
+    ArtifactResult,
+    Cell,
+    judge_verdict,
+    score_cell,
+    stopped_verdict,
+    unscored_cell,
+)
+from canon.errors import JudgeError, JudgeScriptError
+from canon.gates.outcome import GateOutcome
+from canon.judge.base import Judge, JudgeRequest
+
+ArtifactGate = Callable[[Artifact], GateOutcome]
+ProgressCallback = Callable[[int, int, ArtifactResult], None]
+
+DEFAULT_CONCURRENCY = 8
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class ScoringPlan:
+    """What every artifact in a run is scored against."""
+
+    constitution: Constitution
+    rubric: Rubric
+    judge: Judge
+    threshold: float
+    gates: tuple[ArtifactGate, ...] = ()
+
+    @property
+    def questions(self) -> tuple[Question, ...]:
+        """The rubric's questions for this constitution."""
+        return self.rubric.questions_for(self.constitution)
+
+
+async def score_artifact(
+    plan: ScoringPlan, artifact: Artifact, limiter: asyncio.Semaphore | None = None
+) -> ArtifactResult:
+    """Score one artifact: gates first, and the judge only if no gate stopped it."""
+    outcomes = tuple(gate(artifact) for gate in plan.gates)
+    if any(outcome.stops for outcome in outcomes):
+        return stopped_verdict(artifact.key, plan.threshold, outcomes)
+    limiter = limiter or asyncio.Semaphore(DEFAULT_CONCURRENCY)
+    cells = await _all([_ask(plan, artifact, question, limiter) for question in plan.questions])
+    return judge_verdict(artifact.key, cells, plan.threshold, outcomes)
+
+
+async def _ask(
+    plan: ScoringPlan, artifact: Artifact, question: Question, limiter: asyncio.Semaphore
+) -> Cell:
+    request = JudgeRequest(question, artifact, plan.constitution, plan.rubric.instructions)
+    async with limiter:
+        try:
+            answer = await plan.judge.answer(request)
+            return score_cell(question, answer)
+        except JudgeScriptError:
+            raise  # a mis-scripted test must fail loudly, not become an unscored cell
+        except JudgeError as exc:
+            return unscored_cell(question, str(exc))
+
+
+async def score_artifacts(
+    plan: ScoringPlan,
+    artifacts: Sequence[Artifact],
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    on_result: ProgressCallback | None = None,
+) -> tuple[ArtifactResult, ...]:
+    """Score many artifacts with at most ``concurrency`` judge calls in flight."""
+    limiter = asyncio.Semaphore(max(1, concurrency))
+    done = 0
+
+    async def one(artifact: Artifact) -> ArtifactResult:
+        nonlocal done
+        result = await score_artifact(plan, artifact, limiter)
+        done += 1
+        if on_result is not None:
+            on_result(done, len(artifacts), result)
+        return result
+
+    return tuple(await _all([one(artifact) for artifact in artifacts]))
+
+
+async def _all(coroutines: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
+    """Run coroutines together; on the first failure cancel the rest and raise it as is."""
+    try:
+        async with asyncio.TaskGroup() as group:
+            tasks = [group.create_task(c) for c in coroutines]
+    except BaseExceptionGroup as group_error:
+        # Callers expect the original error (e.g. JudgeScriptError), not a group of one.
+        raise group_error.exceptions[0] from None
+    return [task.result() for task in tasks]
