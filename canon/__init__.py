@@ -1,16 +1,41 @@
 """Canon: coherence regression tests for AI agents.
 
 Everything a user's tests need is importable from here; other modules are internal.
+Names load on first use, so ``canon --help`` and plugin start-up stay fast.
 """
 
-from canon.core.artifact import Artifact
-from canon.core.constitution import Constitution, Principle
-from canon.core.rubric import Choice, Question, Rubric
-from canon.core.scoring import Answer, ArtifactResult, Cell, relevant_questions
-from canon.core.stats import wilson_ci
-from canon.errors import CanonError
-from canon.metric import CoherenceMetric
-from canon.store import constitution_from_file, load_rubric
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from canon.core.artifact import Artifact
+    from canon.core.constitution import Constitution, Principle
+    from canon.core.rubric import Choice, Question, Rubric
+    from canon.core.scoring import Answer, ArtifactResult, Cell, relevant_questions
+    from canon.core.stats import wilson_ci
+    from canon.errors import CanonError
+    from canon.metric import CoherenceMetric
+    from canon.store import constitution_from_file, load_rubric
+
+_HOMES = {
+    "Answer": "canon.core.scoring",
+    "Artifact": "canon.core.artifact",
+    "ArtifactResult": "canon.core.scoring",
+    "CanonError": "canon.errors",
+    "Cell": "canon.core.scoring",
+    "Choice": "canon.core.rubric",
+    "CoherenceMetric": "canon.metric",
+    "Constitution": "canon.core.constitution",
+    "Principle": "canon.core.constitution",
+    "Question": "canon.core.rubric",
+    "Rubric": "canon.core.rubric",
+    "constitution_from_file": "canon.store",
+    "load_rubric": "canon.store",
+    "relevant_questions": "canon.core.scoring",
+    "wilson_ci": "canon.core.stats",
+}
 
 __all__ = [
     "Answer",
@@ -29,3 +54,16 @@ __all__ = [
     "relevant_questions",
     "wilson_ci",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'canon' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value  # later lookups skip this hook
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

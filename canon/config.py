@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -155,7 +155,9 @@ def _fraction(value: object, key: str, source: Path) -> float:
         raise ConfigError(f"{source}: {key!r} must be a number in [0, 1], got {value!r}") from None
 
 
-def load_env_files(directory: Path, environ: dict[str, str] | None = None) -> dict[str, str]:
+def load_env_files(
+    directory: Path, environ: MutableMapping[str, str] | None = None
+) -> dict[str, str]:
     """Load .env, .env.{APP_ENV}, .env.local from ``directory`` into the environment.
 
     Later files override earlier ones; a variable already exported always wins.
@@ -163,16 +165,16 @@ def load_env_files(directory: Path, environ: dict[str, str] | None = None) -> di
     """
     from dotenv import dotenv_values  # only the CLI and plugin need it
 
-    environ = os.environ if environ is None else environ
+    target: MutableMapping[str, str] = os.environ if environ is None else environ
     names = [".env"]
-    if environ.get("APP_ENV"):
-        names.append(f".env.{environ['APP_ENV']}")
+    if target.get("APP_ENV"):
+        names.append(f".env.{target['APP_ENV']}")
     names.append(".env.local")
     merged: dict[str, str] = {}
     for name in names:
         path = directory / name
         if path.is_file():
             merged.update({k: v for k, v in dotenv_values(path).items() if v is not None})
-    applied = {k: v for k, v in merged.items() if k not in environ}
-    environ.update(applied)
+    applied = {k: v for k, v in merged.items() if k not in target}
+    target.update(applied)
     return applied

@@ -49,7 +49,9 @@ def read_text(path: Path, what: str, error: type[CanonError] = InputError) -> st
     except IsADirectoryError:
         raise error(f"{what} at {path} is a directory, expected a file") from None
     except UnicodeDecodeError as exc:
-        raise error(f"{path}: {what} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+        raise error(
+            f"{path}: {what} is not UTF-8 text ({exc.reason} at byte {exc.start})"
+        ) from None
     except OSError as exc:
         raise error(f"{what} at {path} cannot be read: {exc.strerror}") from None
 
@@ -57,7 +59,7 @@ def read_text(path: Path, what: str, error: type[CanonError] = InputError) -> st
 def parse_yaml(text: str, source: str, error: type[CanonError] = InputError) -> Any:
     """Parse YAML text strictly (safe tags only, no duplicate keys)."""
     try:
-        return yaml.load(text, Loader=_StrictLoader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_StrictLoader)
     except yaml.YAMLError as exc:
         raise error(f"{source}: not valid YAML: {_yaml_problem(exc)}") from None
 

@@ -14,8 +14,8 @@ from canon.core.scoring import ArtifactResult
 from canon.errors import ConfigError
 from canon.judge.factory import judge_from_spec
 from canon.judge.sync import run_sync
-from canon.report.text import render_results
 from canon.report.json_report import results_document
+from canon.report.text import render_results
 from canon.runner import ScoringPlan, score_artifacts
 from canon.store import constitution_from_file, dump_json, load_rubric
 from canon.suite import read_suite
@@ -23,14 +23,25 @@ from canon.suite import read_suite
 
 @click.command()
 @config_option
-@click.option("--suite", "suite_path", type=click.Path(path_type=Path, dir_okay=False),
-              help="Suite file to score (default: the config's 'suite').")
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="How to print the results.")
+@click.option(
+    "--suite",
+    "suite_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Suite file to score (default: the config's 'suite').",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="How to print the results.",
+)
 @click.option("--quiet", is_flag=True, help="Print no progress lines on stderr.")
 @reports_errors
-def score(config_path: Path | None, suite_path: Path | None, output_format: str,
-          quiet: bool) -> None:
+def score(
+    config_path: Path | None, suite_path: Path | None, output_format: str, quiet: bool
+) -> None:
     """Score every artifact in the suite; exit 1 if any is non-canon.
 
     Exit codes: 0 all canon, 1 a non-canon artifact, 2 bad input or config,

@@ -44,8 +44,7 @@ def constitution_from_mapping(data: object, *, source: str = "constitution") -> 
     """Validate plain data (as parsed from YAML) into a Constitution."""
     if not isinstance(data, Mapping):
         raise ConstitutionError(
-            f"{source}: expected a mapping with 'mission' and 'principles', "
-            f"got {_describe(data)}"
+            f"{source}: expected a mapping with 'mission' and 'principles', got {_describe(data)}"
         )
     unknown = sorted(str(k) for k in data if k not in _ALLOWED_KEYS)
     if unknown:
@@ -94,7 +93,9 @@ def _principle(item: object, index: int, source: str) -> Principle:
             )
         text = item.get("text")
         if not isinstance(text, str) or not text.strip():
-            raise ConstitutionError(f"{where}: 'text' must be non-empty text, got {_describe(text)}")
+            raise ConstitutionError(
+                f"{where}: 'text' must be non-empty text, got {_describe(text)}"
+            )
         ident = item.get("id")
         if ident is not None and (not isinstance(ident, str) or not ident.strip()):
             raise ConstitutionError(f"{where}: 'id' must be non-empty text, got {_describe(ident)}")

@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from canon.core.constitution import Constitution
@@ -44,11 +44,21 @@ class Question:
     text: str
     choices: tuple[Choice, ...]
     subject: str | None = None  # the principle text, for derived questions
+    # label (as given and case-folded) -> choice; built once, since scoring looks labels up
+    # hundreds of thousands of times in a large run.
+    _by_label: dict[str, Choice] = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        table: dict[str, Choice] = {}
+        for choice in self.choices:
+            table[choice.label] = choice
+            table[choice.label.strip().casefold()] = choice
+        object.__setattr__(self, "_by_label", table)
 
     def choice(self, label: str) -> Choice | None:
         """The choice with this label (case-insensitive), or None."""
-        wanted = label.strip().casefold()
-        return next((c for c in self.choices if c.label.casefold() == wanted), None)
+        found = self._by_label.get(label)
+        return found if found is not None else self._by_label.get(label.strip().casefold())
 
     @property
     def allows_na(self) -> bool:

@@ -94,30 +94,22 @@ def check_threshold(threshold: object) -> float:
 
 def score_cell(question: Question, answer: Answer) -> Cell:
     """Turn a judge's answer into a cell: normalized score, confidence and state."""
-    distribution = _normalize(question, answer.distribution)
-    confidence = max(mass for _, mass in distribution)
-    scored_mass = 0.0
-    weighted = 0.0
-    for label, mass in distribution:
-        choice = question.choice(label)
-        assert choice is not None  # _normalize checked every label
-        if choice.score is not None:
-            scored_mass += mass
-            weighted += mass * choice.score
-    if scored_mass <= 0.0:
-        return Cell(question, "na", None, confidence, distribution, answer.rationale)
-    score = weighted / scored_mass
-    return Cell(question, "answered", score, confidence, distribution, answer.rationale)
-
-
-def unscored_cell(question: Question, reason: str) -> Cell:
-    """A cell for a question the judge could not answer; never a pass, never n/a."""
-    return Cell(question, "unscored", error=reason)
-
-
-def _normalize(question: Question, raw: Mapping[str, float]) -> tuple[tuple[str, float], ...]:
+    # This runs once per question per artifact, so the common one-choice answer (a single
+    # sample, or a scripted judge) takes a short path.
+    if len(answer.distribution) == 1:
+        ((label, mass),) = answer.distribution.items()
+        choice = question.choice(label if type(label) is str else str(label))
+        if choice is not None and type(mass) is float and 0.0 < mass < math.inf:
+            if choice.score is None:
+                if question.kind == "gate":
+                    raise JudgeError(
+                        f"question {question.id}: the gate question cannot be answered n/a"
+                    )
+                return Cell(question, "na", None, 1.0, ((choice.label, 1.0),), answer.rationale)
+            single = ((choice.label, 1.0),)
+            return Cell(question, "answered", choice.score, 1.0, single, answer.rationale)
     merged: dict[str, float] = {}
-    for label, mass in raw.items():
+    for label, mass in answer.distribution.items():
         choice = question.choice(str(label))
         if choice is None:
             allowed = ", ".join(c.label for c in question.choices)
@@ -125,21 +117,44 @@ def _normalize(question: Question, raw: Mapping[str, float]) -> tuple[tuple[str,
                 f"question {question.id}: the judge answered {label!r}, "
                 f"which is not one of its choices ({allowed})"
             )
-        if isinstance(mass, bool) or not isinstance(mass, int | float) or not math.isfinite(mass):
-            raise JudgeError(f"question {question.id}: mass for {label!r} is not a number")
-        if mass < 0:
-            raise JudgeError(f"question {question.id}: mass for {label!r} is negative")
-        merged[choice.label] = merged.get(choice.label, 0.0) + float(mass)
+        if type(mass) is not float:
+            mass = _check_mass(question, label, mass)
+        if not 0.0 <= mass < math.inf:
+            raise JudgeError(
+                f"question {question.id}: mass for {label!r} must be a finite number >= 0, "
+                f"got {mass}"
+            )
+        merged[choice.label] = merged.get(choice.label, 0.0) + mass
     total = sum(merged.values())
     if total <= 0.0:
         raise JudgeError(f"question {question.id}: the judge gave no answer mass to any choice")
-    if question.kind == "gate" and merged.get(_na_label(question) or "", 0.0) > 0:
+    scored_mass = 0.0
+    weighted = 0.0
+    for label, mass in merged.items():
+        score = question.choice(label).score  # type: ignore[union-attr]  # label came from it
+        if score is not None:
+            scored_mass += mass
+            weighted += mass * score
+    if question.kind == "gate" and scored_mass < total:
         raise JudgeError(f"question {question.id}: the gate question cannot be answered n/a")
-    return tuple(sorted(((label, mass / total) for label, mass in merged.items())))
+    distribution = tuple(sorted((label, mass / total) for label, mass in merged.items()))
+    confidence = max(merged.values()) / total
+    if scored_mass <= 0.0:
+        return Cell(question, "na", None, confidence, distribution, answer.rationale)
+    return Cell(
+        question, "answered", weighted / scored_mass, confidence, distribution, answer.rationale
+    )
 
 
-def _na_label(question: Question) -> str | None:
-    return next((c.label for c in question.choices if c.score is None), None)
+def _check_mass(question: Question, label: object, mass: object) -> float:
+    if isinstance(mass, bool) or not isinstance(mass, int | float):
+        raise JudgeError(f"question {question.id}: mass for {label!r} is not a number")
+    return float(mass)
+
+
+def unscored_cell(question: Question, reason: str) -> Cell:
+    """A cell for a question the judge could not answer; never a pass, never n/a."""
+    return Cell(question, "unscored", error=reason)
 
 
 def gate_tripped(cell: Cell) -> bool:
@@ -171,7 +186,9 @@ def judge_verdict(
         cap = min(c.score for c in gate_cells if c.score is not None)
         score = cap if raw is None else min(raw, cap)
         question = gate_cells[0].question
-        reasons.append(f"NSCP gate: the judge found a contradiction ({question.id}: {question.text})")
+        reasons.append(
+            f"NSCP gate: the judge found a contradiction ({question.id}: {question.text})"
+        )
     unscored = [c for c in cells if c.state == "unscored"]
     if unscored:
         ids = ", ".join(c.id for c in unscored)

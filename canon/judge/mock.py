@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Union
+from typing import TypeAlias
 
 from canon.core.rubric import Question
 from canon.core.scoring import Answer
@@ -12,8 +12,8 @@ from canon.judge.base import JudgeRequest
 
 DEFAULT_KEY = "__default__"
 
-Reply = Union[str, Mapping[str, float]]
-Script = Union[Mapping[str, Reply], Callable[[Question, str], Reply]]
+Reply: TypeAlias = str | Mapping[str, float]
+Script: TypeAlias = Mapping[str, Reply] | Callable[[Question, str], Reply]
 
 
 class MockJudge:

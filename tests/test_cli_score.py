@@ -1,0 +1,148 @@
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from canon.cli import main
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A copy of the bundled example project."""
+    target = tmp_path / "project"
+    shutil.copytree(EXAMPLES, target)
+    return target
+
+
+def _run(project: Path, *args: str):
+    runner = CliRunner()
+    cwd = os.getcwd()
+    os.chdir(project)
+    try:
+        return runner.invoke(main, ["score", *args], catch_exceptions=False)
+    finally:
+        os.chdir(cwd)
+
+
+def test_score_on_the_example_reports_every_artifact_canon(project):
+    result = _run(project, "--quiet")
+    assert result.exit_code == 0, result.output
+    assert "3 canon, 0 non-canon" in result.stdout
+    assert "duplicate-charge" in result.stdout
+
+
+def test_score_exits_1_and_explains_a_non_canon_artifact(project):
+    (project / "judge-script.yaml").write_text('contradict any part: "yes"\n__default__: "yes"\n')
+    result = _run(project, "--quiet")
+    assert result.exit_code == 1
+    assert "NON-CANON" in result.stdout and "NSCP gate" in result.stdout
+    assert "0 canon, 3 non-canon" in result.stdout
+
+
+def test_score_json_output_is_machine_readable(project):
+    result = _run(project, "--quiet", "--format", "json")
+    assert result.exit_code == 0
+    document = json.loads(result.stdout)
+    assert document["rubric"]["id"] == "cdt"
+    assert document["summary"] == {
+        "artifacts": 3,
+        "canon": 3,
+        "non_canon": 0,
+        "unscored_questions": 0,
+    }
+    first = document["artifacts"][0]
+    assert first["questions"]["P2"]["subject"].startswith("Hand any refund above 200 EUR")
+    assert first["questions"]["tradeoff"]["state"] == "na"
+
+
+def test_progress_lines_go_to_stderr(project):
+    result = _run(project)
+    assert "[3/3]" in result.stderr
+    assert "[3/3]" not in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("edit", "fragment"),
+    [
+        (("constitution.yaml", "principles: []\n"), "'mission' is missing"),
+        (("canon.yaml", "rubric: x\n"), "fixed, versioned rubric"),
+        (
+            (
+                "canon.yaml",
+                "judge_model: openai:gpt-4o\nconstitution_path: constitution.yaml\n"
+                "suite: suite.yaml\n",
+            ),
+            "not available in this version",
+        ),
+        (
+            (
+                "canon.yaml",
+                "judge_model: mock:judge-script.yaml\nconstitution_path: c.yaml\n"
+                "suite: suite.yaml\n",
+            ),
+            "constitution not found",
+        ),
+        (
+            (
+                "canon.yaml",
+                "judge_model: mock:judge-script.yaml\nconstitution_path: constitution.yaml\n",
+            ),
+            "no suite to score",
+        ),
+        (("suite.yaml", "artifacts: []\n"), "'artifacts' must be a non-empty list"),
+        (("suite.yaml", "artifacts:\n  - text: a\n    idd: x\n"), "unknown key(s) 'idd'"),
+        (("suite.yaml", "artifacts:\n  - a\n  - a\n"), "same key"),
+        (("judge-script.yaml", "- yes\n"), "non-empty mapping"),
+    ],
+)
+def test_bad_input_exits_2_with_one_line_on_stderr(project, edit, fragment):
+    name, text = edit
+    (project / name).write_text(text)
+    result = _run(project, "--quiet")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("canon: error: ")
+    assert fragment in lines[0]
+
+
+def test_a_mis_scripted_judge_is_bad_input_not_a_traceback(project):
+    (project / "judge-script.yaml").write_text('serve the mission: "yes"\n')
+    result = _run(project, "--quiet")
+    assert result.exit_code == 2
+    assert "MockJudge has no answer for question" in result.stderr
+
+
+def test_canon_score_runs_as_a_real_process(project):
+    completed = subprocess.run(
+        [sys.executable, "-m", "canon.cli", "score", "--format", "json", "--quiet"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr
+    assert json.loads(completed.stdout)["summary"]["canon"] == 3
+
+
+def test_a_real_process_turns_bad_config_into_exit_2(project):
+    (project / "canon.yaml").write_text("threshold: nine\n")
+    completed = subprocess.run(
+        [sys.executable, "-m", "canon.cli", "score"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert completed.returncode == 2
+    assert "Traceback" not in completed.stderr
+    assert "'threshold' must be a number in [0, 1]" in completed.stderr

@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from canon.config import discover_config_file, load_config, load_env_files
+from canon.errors import ConfigError, RubricOverrideError
+
+
+def test_discovery_walks_up_and_resolves_paths_against_the_config(write, tmp_path):
+    write("proj/canon.yaml", "constitution_path: c.yaml\nbaselines_dir: base\nthreshold: 0.9\n")
+    deep = tmp_path / "proj" / "a" / "b"
+    deep.mkdir(parents=True)
+    config = load_config(cwd=deep)
+    assert config.source == (tmp_path / "proj" / "canon.yaml").resolve()
+    assert config.constitution_path == (tmp_path / "proj" / "c.yaml").resolve()
+    assert config.baselines_dir == (tmp_path / "proj" / "base").resolve()
+    assert config.threshold == 0.9 and config.tolerance == 0.02
+
+
+def test_first_config_found_wins_and_yml_works(write, tmp_path):
+    write("outer/canon.yaml", "threshold: 0.5\n")
+    write("outer/inner/canon.yml", "threshold: 0.7\n")
+    assert load_config(cwd=tmp_path / "outer" / "inner").threshold == 0.7
+
+
+def test_pyproject_counts_only_with_a_tool_canon_table(write, tmp_path):
+    write("outer/pyproject.toml", "[tool.canon]\nthreshold = 0.6\n")
+    write("outer/inner/pyproject.toml", "[project]\nname = 'x'\n")
+    found = discover_config_file((tmp_path / "outer" / "inner").resolve())
+    assert found == (tmp_path / "outer" / "pyproject.toml").resolve()
+    assert load_config(cwd=tmp_path / "outer" / "inner").threshold == 0.6
+
+
+def test_an_explicit_config_keeps_relative_paths_relative_to_the_current_directory(write, tmp_path):
+    write("elsewhere/ci.yaml", "constitution_path: c.yaml\n")
+    here = tmp_path / "here"
+    here.mkdir()
+    config = load_config(Path("../elsewhere/ci.yaml"), cwd=here)
+    assert config.constitution_path == here.resolve() / "c.yaml"
+
+
+def test_no_config_gives_defaults(tmp_path):
+    config = load_config(cwd=tmp_path)
+    assert config.source is None
+    assert config.threshold == 0.85
+    assert config.baselines_dir == tmp_path.resolve() / "canon" / "baselines"
+
+
+def test_a_rubric_key_is_refused_with_the_reason(write, tmp_path):
+    write("canon.yaml", "rubric: mine.yaml\n")
+    with pytest.raises(RubricOverrideError, match="fixed, versioned rubric"):
+        load_config(cwd=tmp_path)
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("threshhold: 0.9\n", "unknown setting(s) 'threshhold'"),
+        ("threshold: 2\n", "'threshold' must be a number in [0, 1]"),
+        ("tolerance: lots\n", "'tolerance' must be a number in [0, 1]"),
+        ("judge_model: 3\n", "'judge_model' must be non-empty text"),
+        ("concurrency: 0\n", "'concurrency' must be a whole number"),
+        ("- a\n- b\n", "expected a mapping of settings"),
+        ("threshold: [\n", "not valid YAML"),
+    ],
+)
+def test_bad_config_values_are_config_errors(write, tmp_path, text, fragment):
+    write("canon.yaml", text)
+    with pytest.raises(ConfigError) as info:
+        load_config(cwd=tmp_path)
+    assert fragment in str(info.value)
+
+
+def test_a_missing_explicit_config_is_an_error(tmp_path):
+    with pytest.raises(ConfigError, match="config file not found"):
+        load_config(Path("nope.yaml"), cwd=tmp_path)
+
+
+def test_a_broken_pyproject_named_explicitly_is_an_error(write, tmp_path):
+    write("pyproject.toml", "[tool.canon\n")
+    with pytest.raises(ConfigError, match="not valid TOML"):
+        load_config(Path("pyproject.toml"), cwd=tmp_path)
+    write("pyproject.toml", "[project]\nname='x'\n")
+    with pytest.raises(ConfigError, match=r"has no \[tool.canon\] table"):
+        load_config(Path("pyproject.toml"), cwd=tmp_path)
+
+
+def test_env_files_layer_in_order_and_exported_variables_win(write, tmp_path):
+    write(".env", "A=env\nB=env\nC=env\nD=env\n")
+    write(".env.staging", "B=staging\nC=staging\n")
+    write(".env.local", "C=local\n")
+    environ = {"APP_ENV": "staging", "D": "shell"}
+    applied = load_env_files(tmp_path, environ)
+    assert environ == {"APP_ENV": "staging", "A": "env", "B": "staging", "C": "local", "D": "shell"}
+    assert "D" not in applied
+
+
+def test_env_for_another_app_env_is_not_read(write, tmp_path):
+    write(".env.production", "A=prod\n")
+    environ: dict[str, str] = {}
+    load_env_files(tmp_path, environ)
+    assert environ == {}

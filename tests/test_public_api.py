@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import canon
+
+PACKAGE = Path(canon.__file__).resolve().parent
+
+# Third-party and outer-layer modules the pure layers must never import.
+FORBIDDEN_IN_PURE = (
+    "click",
+    "yaml",
+    "dotenv",
+    "litellm",
+    "pytest",
+    "scipy",
+    "canon.cli",
+    "canon.judge",
+    "canon.config",
+    "canon.store",
+    "canon.runner",
+    "canon.metric",
+    "canon.report",
+    "canon.pytest_plugin",
+)
+
+
+def test_public_names_are_sorted_and_all_importable():
+    assert canon.__all__ == sorted(canon.__all__)
+    for name in canon.__all__:
+        assert hasattr(canon, name), name
+
+
+def test_the_documented_entry_points_are_public():
+    for name in (
+        "CoherenceMetric",
+        "constitution_from_file",
+        "wilson_ci",
+        "relevant_questions",
+        "Artifact",
+    ):
+        assert name in canon.__all__
+
+
+def _imports(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    names: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.add(node.module)
+    return names
+
+
+def _pure_modules() -> list[Path]:
+    return [
+        *(PACKAGE / "core").rglob("*.py"),
+        PACKAGE / "errors.py",
+        *(PACKAGE / "gates").rglob("*.py"),
+    ]
+
+
+def test_the_pure_core_and_gates_import_no_io_or_interface_layers():
+    offenders = []
+    for path in _pure_modules():
+        for name in _imports(path):
+            if any(name == f or name.startswith(f + ".") for f in FORBIDDEN_IN_PURE):
+                # The gates parse contract YAML text; yaml is allowed there, nowhere in core.
+                if name == "yaml" and "gates" in path.parts:
+                    continue
+                offenders.append(f"{path.relative_to(PACKAGE)} imports {name}")
+    assert offenders == []
+
+
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
+    ).stdout
+    return set(out.split())
+
+
+def test_import_canon_pulls_in_neither_litellm_nor_scipy():
+    loaded = _modules_after("import canon")
+    assert "litellm" not in loaded
+    assert "scipy" not in loaded
+
+
+def test_canon_help_pulls_in_neither_litellm_nor_scipy():
+    loaded = _modules_after(
+        "import sys\nfrom canon.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit:\n    pass"
+    )
+    assert "litellm" not in loaded and "scipy" not in loaded
+    assert "canon.cli.score" not in loaded  # subcommands load only when used
+
+
+def test_every_public_name_has_a_home_and_nothing_else_does():
+    assert set(canon._HOMES) == set(canon.__all__)
+    import importlib
+
+    for name, home in canon._HOMES.items():
+        assert getattr(importlib.import_module(home), name) is getattr(canon, name)
