@@ -9,6 +9,7 @@ from canon.core.constitution import Constitution
 from canon.core.rubric import refuse_rubric_override
 from canon.core.scoring import ArtifactResult, check_threshold, failure_message
 from canon.errors import UsageError
+from canon.gate_loading import ContractSpec, PolicySpec, contract_gate, policy_gate
 from canon.judge.base import Judge
 from canon.judge.sync import run_sync
 from canon.runner import ArtifactGate, ScoringPlan, score_artifact
@@ -20,6 +21,8 @@ _NOT_GIVEN: object = object()
 class CoherenceMetric:
     """Holds a constitution, a judge and a threshold; scores artifacts against them.
 
+    ``policy`` (a JSON policy) and ``contract`` (a trace contract or template name) run
+    before the judge; an artifact that fails either is non-canon without a judge call.
     The metric keeps no results on itself: ``score`` returns a frozen result value.
     """
 
@@ -29,6 +32,8 @@ class CoherenceMetric:
         constitution: Constitution,
         judge: Judge,
         threshold: float = 0.85,
+        policy: PolicySpec = None,
+        contract: ContractSpec = None,
         gates: Sequence[ArtifactGate] = (),
         rubric: object = _NOT_GIVEN,
     ) -> None:
@@ -49,7 +54,7 @@ class CoherenceMetric:
             rubric=load_rubric(),
             judge=judge,
             threshold=check_threshold(threshold),
-            gates=tuple(gates),
+            gates=_gates(policy, contract, gates),
         )
 
     @property
@@ -71,3 +76,14 @@ class CoherenceMetric:
         if not result.canon:
             raise AssertionError(failure_message(result))
         return result
+
+
+def _gates(
+    policy: PolicySpec, contract: ContractSpec, extra: Sequence[ArtifactGate]
+) -> tuple[ArtifactGate, ...]:
+    built: list[ArtifactGate] = []
+    if policy is not None:
+        built.append(policy_gate(policy))
+    if contract is not None:
+        built.append(contract_gate(contract))
+    return (*built, *extra)

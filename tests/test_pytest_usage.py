@@ -6,7 +6,7 @@ from pathlib import Path
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
-USER_TESTS = f'''
+USER_TESTS = f"""
 from canon import CoherenceMetric, constitution_from_file
 from canon.judge.mock import MockJudge
 
@@ -26,7 +26,7 @@ def test_contradicting_reply():
 def test_mis_scripted_judge():
     judge = MockJudge(script={{"serve the mission": "yes"}})
     CoherenceMetric(constitution=CONSTITUTION, judge=judge).assert_coheres("Refunded.")
-'''
+"""
 
 
 def test_assert_coheres_reports_through_pytest(pytester):

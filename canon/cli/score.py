@@ -12,11 +12,12 @@ from canon.cli.common import config_option, reports_errors
 from canon.config import Config, load_config, load_env_files
 from canon.core.scoring import ArtifactResult
 from canon.errors import ConfigError
+from canon.gate_loading import contract_gate, policy_gate
 from canon.judge.factory import judge_from_spec
 from canon.judge.sync import run_sync
 from canon.report.json_report import results_document
 from canon.report.text import render_results
-from canon.runner import ScoringPlan, score_artifacts
+from canon.runner import ArtifactGate, ScoringPlan, score_artifacts
 from canon.store import constitution_from_file, dump_json, load_rubric
 from canon.suite import read_suite
 
@@ -100,4 +101,14 @@ def build_plan(config: Config) -> ScoringPlan:
         rubric=load_rubric(),
         judge=judge_from_spec(config.judge_model, base_dir=config.base_dir),
         threshold=config.threshold,
+        gates=_config_gates(config),
     )
+
+
+def _config_gates(config: Config) -> tuple[ArtifactGate, ...]:
+    gates: list[ArtifactGate] = []
+    if config.policy is not None:
+        gates.append(policy_gate(config.policy))
+    if config.contract is not None:
+        gates.append(contract_gate(config.contract))
+    return tuple(gates)

@@ -234,10 +234,11 @@ def stopped_verdict(key: str, threshold: float, gates: Sequence[GateOutcome]) ->
 
 
 def _gate_notes(gates: Sequence[GateOutcome]) -> list[str]:
+    labels = {"warn": "warning", "skip": "skipped"}
     return [
-        f"{g.gate} gate warning: {'; '.join(g.reasons) or 'no detail'}"
+        f"{g.gate} gate {labels[g.status]}: {'; '.join(g.reasons) or 'no detail'}"
         for g in gates
-        if g.status == "warn"
+        if g.status in labels
     ]
 
 
