@@ -1,0 +1,268 @@
+"""Trace-contract gate vs the reference package, on the same traces and contract.
+
+Usage: python benchmarks/bench_contracts.py [--abc-venv /tmp/abc-venv] [--rounds 5]
+
+The reference (``agentic-behavioral-contracts==0.2.0``) lives in its own venv and is
+timed there in a child process; it is never a dependency of Canon. Builds 100
+deterministic OTLP traces of 200 spans in a scratch folder and a 5-constraint contract
+(parametric, 3 required steps, an ordering, 2 sources, citations gated by ``when:``).
+Prints medians and bests of ``--rounds`` rounds over the 100 traces.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+from typing import Any
+
+TRACES, SPANS = 100, 200
+TOOLS = ("lookup_formulary", "check_coverage", "search_notes", "fetch_history", "render_decision")
+CONTRACT = """\
+name: bench-claims
+version: "1.0.0"
+constraints:
+  - type: must_not_use_only_parametric_knowledge
+  - type: must_include_steps
+    steps: [lookup_formulary, check_coverage, render_decision]
+  - type: must_precede
+    before: check_coverage
+    after: render_decision
+  - type: must_retrieve_from
+    sources: [formulary-db, coverage-policy]
+  - type: must_contain_citations
+    min_count: 1
+    when:
+      input_matches: claim
+"""
+SOURCE_MAP = {
+    "lookup_formulary": {"source_name": "formulary-db", "source_type": "database"},
+    "check_coverage": {"source_name": "coverage-policy", "source_type": "api"},
+}
+
+
+def _attr(key: str, value: Any) -> dict[str, Any]:
+    if isinstance(value, bool):
+        return {"key": key, "value": {"boolValue": value}}
+    if isinstance(value, int):
+        return {"key": key, "value": {"intValue": str(value)}}
+    return {"key": key, "value": {"stringValue": value}}
+
+
+def build_trace(number: int) -> dict[str, Any]:
+    """One OTLP JSON trace: a root agent span, then alternating model and tool spans."""
+    trace_id = f"{number:032x}"
+    base = 1_711_000_000_000_000_000 + number * 10**12
+    root = f"{1:016x}"
+    request = f"Process pharmacy claim {number} for member MEM-{number:04d}"
+    answer = f"Claim {number} approved per Section 4.{number % 9}.1 of the formulary."
+    spans = [
+        {
+            "traceId": trace_id,
+            "spanId": root,
+            "parentSpanId": "",
+            "name": "invoke_agent claims",
+            "startTimeUnixNano": str(base),
+            "endTimeUnixNano": str(base + SPANS * 10**7),
+            "status": {"code": 1},
+            "attributes": [
+                _attr("gen_ai.operation.name", "invoke_agent"),
+                _attr("gen_ai.input.messages", json.dumps([{"role": "user", "content": request}])),
+                _attr(
+                    "gen_ai.output.messages", json.dumps([{"role": "assistant", "content": answer}])
+                ),
+            ],
+        }
+    ]
+    for index in range(1, SPANS):
+        start = base + index * 10**7
+        span: dict[str, Any] = {
+            "traceId": trace_id,
+            "spanId": f"{index + 1:016x}",
+            "parentSpanId": root,
+            "startTimeUnixNano": str(start),
+            "endTimeUnixNano": str(start + 5 * 10**6),
+            "status": {"code": 1},
+        }
+        if index % 2:
+            span["name"] = "chat"
+            span["attributes"] = [
+                _attr("gen_ai.operation.name", "chat"),
+                _attr("gen_ai.request.model", "us.anthropic.claude-sonnet-4"),
+                _attr("gen_ai.usage.input_tokens", 400 + index),
+                _attr("gen_ai.usage.output_tokens", 80 + index),
+                _attr(
+                    "gen_ai.output.messages",
+                    json.dumps(
+                        [{"role": "assistant", "content": f"thinking step {index} " + "x" * 200}]
+                    ),
+                ),
+            ]
+        else:
+            tool = TOOLS[(index // 2) % len(TOOLS)]
+            span["name"] = f"execute_tool {tool}"
+            span["attributes"] = [
+                _attr("gen_ai.operation.name", "execute_tool"),
+                _attr("gen_ai.tool.name", tool),
+                _attr("gen_ai.tool.call.id", f"call-{index}"),
+                _attr("gen_ai.tool.call.arguments", json.dumps({"member": number, "i": index})),
+                _attr(
+                    "gen_ai.tool.call.result",
+                    json.dumps(
+                        {"ok": True, "tier": index % 3, "note": "y" * 200, "coverage_active": True}
+                    ),
+                ),
+            ]
+        spans.append(span)
+    resource = {"attributes": [_attr("service.name", "claims-agent"), _attr("claim_type", "rx")]}
+    return {
+        "resourceSpans": [
+            {"resource": resource, "scopeSpans": [{"scope": {"name": "strands"}, "spans": spans}]}
+        ]
+    }
+
+
+REFERENCE_TIMER = textwrap.dedent(
+    """
+    import json, sys, time, statistics
+    from pathlib import Path
+    from agent_validator import validate
+    from agent_validator.adapters.otel import OTELAdapter
+    from agent_validator.generate import load_contract_from_yaml
+    folder, rounds = Path(sys.argv[1]), int(sys.argv[2])
+    contract, _ = load_contract_from_yaml(str(folder / "contract.yaml"))
+    adapter = OTELAdapter(tool_source_map=json.loads((folder / "sm.json").read_text()))
+    texts = [p.read_text() for p in sorted((folder / "traces").glob("*.json"))]
+    raws = [json.loads(t) for t in texts]
+    def run(parse):
+        start = time.perf_counter()
+        for text, raw in zip(texts, raws):
+            validate(contract, adapter.normalize(json.loads(text) if parse else raw))
+        return time.perf_counter() - start
+    print(json.dumps({"dict": [run(False) for _ in range(rounds)],
+                      "text": [run(True) for _ in range(rounds)]}))
+    """
+)
+
+
+def time_canon(folder: Path, rounds: int) -> dict[str, list[float]]:
+    """Time Canon in this process: from parsed dicts, and from file text."""
+    from canon.gates.contracts import load_contract, normalize_trace, parse_source_map, validate
+    from canon.gates.contracts.otel import parse_trace_text
+
+    contract = load_contract((folder / "contract.yaml").read_text())
+    source_map = parse_source_map(json.loads((folder / "sm.json").read_text()))
+    texts = [p.read_text() for p in sorted((folder / "traces").glob("*.json"))]
+    raws = [json.loads(text) for text in texts]
+    statuses = {validate(contract, normalize_trace(r), source_map=source_map).status for r in raws}
+    assert statuses == {"pass"}, statuses  # the benchmark must exercise passing traces
+
+    def run(parse: bool) -> float:
+        start = time.perf_counter()
+        for text, raw in zip(texts, raws, strict=True):
+            trace = parse_trace_text(text, source="bench") if parse else raw
+            validate(contract, normalize_trace(trace), source_map=source_map)
+        return time.perf_counter() - start
+
+    return {"dict": [run(False) for _ in range(rounds)], "text": [run(True) for _ in range(rounds)]}
+
+
+def time_command(command: list[str], rounds: int, cwd: Path) -> list[float]:
+    """Wall time of a whole process, ``rounds`` times."""
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        subprocess.run(command, cwd=cwd, capture_output=True, check=False)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def _rate(times: list[float]) -> str:
+    return (
+        f"median {TRACES / statistics.median(times):7.0f} traces/s "
+        f"(best {TRACES / min(times):7.0f})"
+    )
+
+
+def main() -> None:
+    """Build the data, time both implementations, print the comparison."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--abc-venv", type=Path, default=Path("/tmp/abc-venv"))
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="bench-contracts-") as scratch:
+        folder = Path(scratch)
+        (folder / "traces").mkdir()
+        for number in range(TRACES):
+            (folder / "traces" / f"t{number:03d}.json").write_text(json.dumps(build_trace(number)))
+        (folder / "contract.yaml").write_text(CONTRACT)
+        (folder / "sm.json").write_text(json.dumps(SOURCE_MAP))
+        sizes = sorted(p.stat().st_size for p in (folder / "traces").iterdir())
+        print(f"{TRACES} traces x {SPANS} spans, median {sizes[len(sizes) // 2] / 1024:.0f} KB")
+
+        canon = time_canon(folder, args.rounds)
+        python = args.abc_venv / "bin" / "python"
+        reference = None
+        if python.exists():
+            done = subprocess.run(
+                [python, "-c", REFERENCE_TIMER, str(folder), str(args.rounds)],
+                capture_output=True,
+                text=True,
+                check=True,
+            )
+            reference = json.loads(done.stdout)
+        for key, label in (("dict", "normalize + validate"), ("text", "incl. JSON parsing  ")):
+            line = f"in-process {label}: canon {_rate(canon[key])}"
+            if reference is not None:
+                speedup = statistics.median(reference[key]) / statistics.median(canon[key])
+                line += f" | reference {_rate(reference[key])} | {speedup:.1f}x"
+            print(line)
+
+        cli = [
+            sys.executable,
+            "-m",
+            "canon.cli",
+            "contract",
+            "run",
+            "--contract",
+            "contract.yaml",
+            "--traces",
+            "traces/*.json",
+            "--source-map",
+            "sm.json",
+        ]
+        times = time_command(cli, args.rounds, folder)
+        line = f"CLI, one call over {TRACES} files: canon median {statistics.median(times):.2f} s"
+        line += f" (best {min(times):.2f} s)"
+        agent_validate = args.abc_venv / "bin" / "agent-validate"
+        if agent_validate.exists():
+            ref_cli = [
+                str(agent_validate),
+                "run",
+                "--contract",
+                "contract.yaml",
+                "--traces",
+                "traces/*.json",
+                "--source-map",
+                "sm.json",
+                "-q",
+            ]
+            ref_times = time_command(ref_cli, args.rounds, folder)
+            line += f" | reference median {statistics.median(ref_times):.2f} s"
+        print(line)
+        check = subprocess.run([*cli, "--json"], cwd=folder, capture_output=True, text=True)
+        summary = json.loads(check.stdout)["summary"]
+        print(
+            f"CLI summary: {summary['passed']} passed, {summary['failed']} failed, "
+            f"{summary['errors']} errors (exit {check.returncode})"
+        )
+
+
+if __name__ == "__main__":
+    main()

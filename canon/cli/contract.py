@@ -1,0 +1,255 @@
+"""``canon contract``: check OpenTelemetry traces against behavioral contracts."""
+
+from __future__ import annotations
+
+import glob
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from canon.cli.common import reports_errors
+from canon.errors import CanonError, GateError, UsageError
+from canon.gates.contracts.audit import AuditRecord
+from canon.gates.contracts.dump import dump_contract
+from canon.gates.contracts.execution import DataSource
+from canon.gates.contracts.generate import generate_contract
+from canon.gates.contracts.model import Contract, Verdict
+from canon.gates.contracts.monitor import MonitorStats, monitor_directory
+from canon.gates.contracts.storage import (
+    load_contract_file,
+    read_source_map,
+    read_trace,
+    write_text_atomic,
+)
+from canon.gates.contracts.templates import TEMPLATE_NAMES, list_templates, template_text
+from canon.gates.contracts.validate import validate
+
+_TRACE_SUFFIXES = (".json", ".jsonl")
+
+
+def parse_metadata(pairs: tuple[str, ...]) -> dict[str, Any]:
+    """``k=v`` pairs; a value that parses as a JSON scalar (85, true, null) takes that type."""
+    metadata: dict[str, Any] = {}
+    for pair in pairs:
+        key, separator, text = pair.partition("=")
+        if not separator or not key:
+            raise UsageError(f"--metadata {pair!r}: expected key=value, e.g. risk_score=85")
+        try:
+            value = json.loads(text)
+        except ValueError:
+            value = text
+        metadata[key] = value if value is None or isinstance(value, str | int | float) else text
+    return metadata
+
+
+def expand_traces(patterns: tuple[str, ...]) -> list[Path]:
+    """Files named by paths, directories (their trace files) or globs, in file-name order."""
+    found: set[Path] = set()
+    for pattern in patterns:
+        path = Path(pattern)
+        if path.is_dir():
+            found.update(p for p in path.iterdir() if p.suffix in _TRACE_SUFFIXES and p.is_file())
+        elif path.is_file():
+            found.add(path)
+        else:
+            found.update(Path(p) for p in glob.glob(pattern, recursive=True) if Path(p).is_file())
+    if not found:
+        raise UsageError(f"no trace files match {' '.join(patterns)}; check the --traces pattern")
+    return sorted(found, key=str)
+
+
+def _source_map(path: Path | None) -> dict[str, DataSource] | None:
+    return None if path is None else read_source_map(path)
+
+
+@click.group()
+def contract() -> None:
+    """Check OpenTelemetry traces against behavioral contracts."""
+
+
+def _violation_lines(verdict: Verdict) -> list[str]:
+    return [f"      #{v.index} [{v.severity}] {v.name}: {v.message}" for v in verdict.violations]
+
+
+@contract.command("run")
+@click.option("--contract", "contract_ref", required=True, help="Contract file or template name.")
+@click.option("--traces", "patterns", required=True, multiple=True, help="Trace file, dir or glob.")
+@click.option("--source-map", type=click.Path(path_type=Path), help="JSON/YAML tool → source map.")
+@click.option("--metadata", "pairs", multiple=True, help="key=value added to every execution.")
+@click.option("--fail-on-violation", is_flag=True, help="Exit 1 when any trace FAILs.")
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@reports_errors
+def run(
+    contract_ref: str,
+    patterns: tuple[str, ...],
+    source_map: Path | None,
+    pairs: tuple[str, ...],
+    fail_on_violation: bool,
+    as_json: bool,
+) -> None:
+    """Validate every matching trace; a file that is not a trace is reported, the rest still run."""
+    loaded = load_contract_file(contract_ref)
+    mapping = _source_map(source_map)
+    metadata = parse_metadata(pairs)
+    records: list[dict[str, Any]] = []
+    lines: list[str] = []
+    counts = {"pass": 0, "fail": 0, "warn": 0, "error": 0}
+    for path in expand_traces(patterns):
+        try:
+            execution = read_trace(path, metadata=metadata)
+        except CanonError as exc:
+            counts["error"] += 1
+            records.append(
+                {
+                    "trace": str(path),
+                    "verdict": {"status": "error", "violations": []},
+                    "error": str(exc),
+                }
+            )
+            lines.append(f"ERROR {path}: {exc}")
+            continue
+        verdict = validate(loaded, execution, source_map=mapping)
+        counts[verdict.status] += 1
+        records.append({"trace": str(path), "verdict": verdict.to_dict()})
+        lines.append(f"{verdict.status.upper():<5} {path}")
+        lines.extend(_violation_lines(verdict))
+    summary = {
+        "contract": loaded.name,
+        "contract_version": loaded.version,
+        "total": len(records),
+        "passed": counts["pass"],
+        "failed": counts["fail"],
+        "warned": counts["warn"],
+        "errors": counts["error"],
+    }
+    if as_json:
+        click.echo(json.dumps({"records": records, "summary": summary}, indent=2, default=str))
+    else:
+        lines.append(
+            f"{len(records)} trace(s) against {loaded.name} v{loaded.version}: "
+            f"{counts['pass']} passed, {counts['fail']} failed, {counts['warn']} warned, "
+            f"{counts['error']} unreadable"
+        )
+        click.echo("\n".join(lines))
+    if counts["error"]:
+        sys.exit(2)
+    if fail_on_violation and counts["fail"]:
+        sys.exit(1)
+
+
+@contract.command("generate")
+@click.option("--traces", "pattern", required=True, help="The golden trace (one file).")
+@click.option("--name", default="auto-generated-v1", show_default=True, help="Contract name.")
+@click.option("--version", "version", default="1.0.0", show_default=True, help="Contract version.")
+@click.option("--source-map", type=click.Path(path_type=Path), help="JSON/YAML tool → source map.")
+@click.option(
+    "--output", type=click.Path(path_type=Path), help="Write the YAML here (else stdout)."
+)
+@reports_errors
+def generate(
+    pattern: str, name: str, version: str, source_map: Path | None, output: Path | None
+) -> None:
+    """Write a contract describing what the golden trace did (review it before relying on it)."""
+    paths = expand_traces((pattern,))
+    if len(paths) != 1:
+        raise UsageError(
+            f"--traces matches {len(paths)} files; generate from exactly one golden trace"
+        )
+    execution = read_trace(paths[0])
+    generated = generate_contract(
+        execution, name=name, version=version, source_map=_source_map(source_map)
+    )
+    # The promise of `generate` is that its golden trace passes; check it rather than hope.
+    verdict = validate(generated, execution)
+    if verdict.status != "pass":
+        raise GateError(
+            f"generated contract fails its own golden trace {paths[0]}: "
+            f"{'; '.join(v.name for v in verdict.violations)}; please report this as a bug"
+        )
+    text = f"# Generated from {paths[0].name}; review before use.\n" + dump_contract(generated)
+    if output is None:
+        click.echo(text, nl=False)
+    else:
+        write_text_atomic(output, text)
+        click.echo(f"wrote {output} ({len(generated.constraints)} constraints)", err=True)
+
+
+@contract.command("templates")
+@click.option("--show", "show", type=click.Choice(TEMPLATE_NAMES), help="Print one template.")
+@click.option("--json", "as_json", is_flag=True, help="Print the list as JSON.")
+@reports_errors
+def templates(show: str | None, as_json: bool) -> None:
+    """List the bundled domain contracts (usable as --contract NAME)."""
+    if show is not None:
+        click.echo(template_text(show), nl=False)
+        return
+    bundled: list[Contract] = list(list_templates())
+    if as_json:
+        rows = [
+            {
+                "name": item.name,
+                "version": item.version,
+                "constraints": len(item.constraints),
+                "description": item.description,
+            }
+            for item in bundled
+        ]
+        click.echo(json.dumps(rows, indent=2))
+        return
+    width = max(len(item.name) for item in bundled)
+    for item in bundled:
+        click.echo(
+            f"{item.name:<{width}}  v{item.version}  {len(item.constraints)} constraints  "
+            f"{item.description}"
+        )
+
+
+def _print_stats(stats: MonitorStats) -> None:
+    rate = "n/a" if stats.compliance_rate is None else f"{stats.compliance_rate:.1%}"
+    click.echo(
+        f"validated {stats.validated} trace(s) in {stats.polls} poll(s): {stats.passed} passed, "
+        f"{stats.failed} failed, {stats.warned} warned, {stats.errors} unreadable, "
+        f"{stats.pending} pending; compliance {rate}"
+    )
+
+
+@contract.command("monitor")
+@click.argument("watch_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.option("--contract", "contract_ref", required=True, help="Contract file or template name.")
+@click.option("--output-dir", type=click.Path(path_type=Path), required=True, help="Audit records.")
+@click.option("--source-map", type=click.Path(path_type=Path), help="JSON/YAML tool → source map.")
+@click.option("--metadata", "pairs", multiple=True, help="key=value added to every execution.")
+@click.option("--poll-interval", type=float, default=5.0, show_default=True, help="Seconds.")
+@click.option("--max-polls", type=int, default=None, help="Stop after this many polls.")
+@reports_errors
+def monitor(
+    watch_dir: Path,
+    contract_ref: str,
+    output_dir: Path,
+    source_map: Path | None,
+    pairs: tuple[str, ...],
+    poll_interval: float,
+    max_polls: int | None,
+) -> None:
+    """Validate traces already in WATCH_DIR and each new one; Ctrl-C stops."""
+    loaded = load_contract_file(contract_ref)
+
+    def announce(record: AuditRecord) -> None:
+        verdict = record.verdict
+        click.echo(f"{verdict.status.upper():<5} {record.trace}")
+        click.echo("\n".join(_violation_lines(verdict)))
+
+    stats = monitor_directory(
+        loaded,
+        watch_dir,
+        output_dir=output_dir,
+        poll_interval=poll_interval,
+        metadata=parse_metadata(pairs) or None,
+        source_map=_source_map(source_map),
+        on_violation=announce,
+        max_polls=max_polls,
+    )
+    _print_stats(stats)

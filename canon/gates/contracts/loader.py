@@ -1,0 +1,180 @@
+"""Strict loading of contracts from YAML text or a mapping, and dumping them back.
+
+Every mistake is a ``ContractError`` naming the constraint (``constraints[2]``) and the
+offending key, because a typo that silently disables a check is worse than a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import yaml
+
+from canon.gates.contracts.conditions import parse_condition
+from canon.gates.contracts.constraints import (
+    DEFAULT_ESCALATION_MARKERS,
+    Constraint,
+    MustContainCitations,
+    MustEscalateWhen,
+    MustIncludeSteps,
+    MustNotIncludeSteps,
+    MustNotUseOnlyParametricKnowledge,
+    MustPrecede,
+    MustRetrieveFrom,
+    When,
+    check_severity,
+)
+from canon.gates.contracts.errors import ContractError
+from canon.gates.contracts.execution import DataSource
+from canon.gates.contracts.model import Contract
+
+_Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_COMMON_KEYS = ("type", "severity", "when")
+_TOP_KEYS = ("name", "version", "description", "source_map", "constraints")
+
+# type -> (required keys, optional keys)
+_PARAMETERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "must_retrieve_from": (("sources",), ()),
+    "must_not_use_only_parametric_knowledge": ((), ()),
+    "must_include_steps": (("steps",), ()),
+    "must_not_include_steps": (("steps",), ()),
+    "must_precede": (("before", "after"), ()),
+    "must_contain_citations": ((), ("min_count",)),
+    "must_escalate_when": (("condition", "description"), ("escalation_markers",)),
+}
+CONSTRAINT_TYPES: tuple[str, ...] = tuple(_PARAMETERS)
+
+
+def _build(kind: str, params: Mapping[str, Any], severity: Any) -> Constraint:
+    builders: dict[str, Callable[[], Constraint]] = {
+        "must_retrieve_from": lambda: MustRetrieveFrom(params["sources"], severity),
+        "must_not_use_only_parametric_knowledge": lambda: MustNotUseOnlyParametricKnowledge(
+            severity
+        ),
+        "must_include_steps": lambda: MustIncludeSteps(params["steps"], severity),
+        "must_not_include_steps": lambda: MustNotIncludeSteps(params["steps"], severity),
+        "must_precede": lambda: MustPrecede(params["before"], params["after"], severity),
+        "must_contain_citations": lambda: MustContainCitations(
+            params.get("min_count", 1), severity
+        ),
+        "must_escalate_when": lambda: MustEscalateWhen(
+            params["condition"],
+            params["description"],
+            params.get("escalation_markers", DEFAULT_ESCALATION_MARKERS),
+            severity,
+        ),
+    }
+    return builders[kind]()
+
+
+def _constraint(raw: object, where: str) -> Constraint:
+    if not isinstance(raw, Mapping):
+        raise ContractError(f"{where}: expected a mapping with a 'type' key, got {raw!r}")
+    kind = raw.get("type")
+    if kind not in _PARAMETERS:
+        raise ContractError(
+            f"{where}: unknown constraint type {kind!r}; expected one of "
+            f"{', '.join(CONSTRAINT_TYPES)}"
+        )
+    where = f"{where} ({kind})"
+    required, optional = _PARAMETERS[kind]
+    allowed = (*_COMMON_KEYS, *required, *optional)
+    for key in raw:
+        if key not in allowed:
+            raise ContractError(
+                f"{where}: unknown key {key!r}; allowed keys: {', '.join(sorted(allowed))}"
+            )
+    for key in required:
+        if key not in raw:
+            raise ContractError(f"{where}: missing required key {key!r}")
+    severity = check_severity(raw.get("severity", "error"), f"{where}.severity")
+    params = dict(raw)
+    if kind == "must_escalate_when":
+        params["condition"] = parse_condition(raw["condition"], f"{where}.condition")
+    try:
+        constraint = _build(kind, params, severity)
+    except ContractError as exc:
+        raise ContractError(f"{where}: {exc}") from None
+    if "when" in raw:
+        condition = parse_condition(raw["when"], f"{where}.when")
+        return When(condition, constraint, raw["when"])
+    return constraint
+
+
+def _data_source(tool: object, raw: object, where: str) -> DataSource:
+    if not isinstance(tool, str) or not tool:
+        raise ContractError(f"{where}: tool names must be non-empty strings, got {tool!r}")
+    if not isinstance(raw, Mapping):
+        raise ContractError(f"{where}.{tool}: expected a mapping with source_name, source_type")
+    for key in raw:
+        if key not in ("source_name", "source_type", "version"):
+            raise ContractError(
+                f"{where}.{tool}: unknown key {key!r}; allowed: source_name, source_type, version"
+            )
+    name = raw.get("source_name")
+    if not isinstance(name, str) or not name:
+        raise ContractError(f"{where}.{tool}.source_name: expected a source name, got {name!r}")
+    kind = raw.get("source_type", "unknown")
+    if not isinstance(kind, str) or not kind:
+        raise ContractError(f"{where}.{tool}.source_type: expected text, got {kind!r}")
+    return DataSource(name=name, type=kind)
+
+
+def parse_source_map(raw: object, where: str = "source_map") -> dict[str, DataSource]:
+    """Validate a tool → ``{source_name, source_type}`` mapping."""
+    if raw is None:
+        return {}
+    if isinstance(raw, Mapping) and set(raw) == {"source_map"}:
+        raw = raw["source_map"]  # a whole contract-style file holding only a source map
+    if not isinstance(raw, Mapping):
+        raise ContractError(f"{where}: expected a mapping of tool name to source, got {raw!r}")
+    return {str(tool): _data_source(tool, entry, where) for tool, entry in raw.items()}
+
+
+def parse_yaml(text: str, origin: str) -> Any:
+    """Parse YAML text, turning syntax errors into ``ContractError`` with the position."""
+    try:
+        return yaml.load(text, Loader=_Loader)  # a safe loader, C-accelerated when available
+    except yaml.YAMLError as exc:
+        raise ContractError(f"{origin}: not valid YAML: {exc}".replace("\n", " ")) from None
+
+
+def load_contract(source: str | Mapping[str, Any], *, origin: str = "<contract>") -> Contract:
+    """Build a ``Contract`` from YAML text or an already parsed mapping, strictly."""
+    raw = parse_yaml(source, origin) if isinstance(source, str) else source
+    if not isinstance(raw, Mapping):
+        raise ContractError(f"{origin}: a contract is a mapping with a constraints list")
+    try:
+        return _contract(raw)
+    except ContractError as exc:
+        raise ContractError(f"{origin}: {exc}") from None
+
+
+def _contract(raw: Mapping[str, Any]) -> Contract:
+    for key in raw:
+        if key not in _TOP_KEYS:
+            raise ContractError(f"unknown top-level key {key!r}; allowed: {', '.join(_TOP_KEYS)}")
+    name = raw.get("name", "unnamed")
+    if not isinstance(name, str) or not name:
+        raise ContractError(f"name: expected text, got {name!r}")
+    version = raw.get("version", "1.0.0")
+    if isinstance(version, bool) or not isinstance(version, str | int | float):
+        raise ContractError(f"version: expected text such as '1.0.0', got {version!r}")
+    description = raw.get("description", "")
+    if not isinstance(description, str):
+        raise ContractError(f"description: expected text, got {description!r}")
+    constraints = raw.get("constraints")
+    if not isinstance(constraints, list) or not constraints:
+        raise ContractError(
+            f"constraints: expected a non-empty list of constraints, got {constraints!r}"
+        )
+    return Contract(
+        name=name,
+        version=str(version),
+        constraints=tuple(
+            _constraint(item, f"constraints[{index}]") for index, item in enumerate(constraints)
+        ),
+        source_map=parse_source_map(raw.get("source_map")),
+        description=description,
+    )

@@ -1,0 +1,270 @@
+"""``canon contract`` through click's CliRunner and a few real subprocesses."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from canon.cli.contract import contract, parse_metadata
+
+ABC = Path(__file__).resolve().parents[2] / "corpus" / "traces" / "abc-examples"
+ROOT = Path(__file__).resolve().parents[3]
+
+
+@pytest.fixture
+def traces(tmp_path: Path) -> Path:
+    """A directory with a failing, a passing and an unreadable trace (names out of order)."""
+    folder = tmp_path / "traces"
+    folder.mkdir()
+    shutil.copy(ABC / "valid_claim.json", folder / "b_valid.json")
+    shutil.copy(ABC / "invalid_claim.json", folder / "a_invalid.json")
+    (folder / "c_broken.json").write_text("this is not a trace")
+    return folder
+
+
+def _invoke(*args: str):  # type: ignore[no-untyped-def]
+    return CliRunner().invoke(contract, list(args), catch_exceptions=False)
+
+
+def test_run_json_has_one_record_per_file_in_name_order_and_isolates_bad_files(traces):
+    result = _invoke(
+        "run", "--contract", "claims-processing-v1", "--traces", str(traces / "*.json"), "--json"
+    )
+    assert result.exit_code == 2
+    document = json.loads(result.stdout)
+    records = document["records"]
+    assert [Path(r["trace"]).name for r in records] == [
+        "a_invalid.json",
+        "b_valid.json",
+        "c_broken.json",
+    ]
+    assert [r["verdict"]["status"] for r in records] == ["fail", "pass", "error"]
+    first = records[0]["verdict"]["violations"][0]
+    assert {"index", "name", "severity", "message", "evidence"} <= set(first)
+    assert "c_broken.json" in records[2]["error"]
+    assert document["summary"] == {
+        "contract": "claims-processing-v1",
+        "contract_version": "1.0.0",
+        "total": 3,
+        "passed": 1,
+        "failed": 1,
+        "warned": 0,
+        "errors": 1,
+    }
+
+
+def test_run_exits_zero_on_failures_unless_asked_to_fail(traces):
+    args = ["run", "--contract", "claims-processing-v1", "--traces", str(traces / "?_*id*.json")]
+    assert _invoke(*args).exit_code == 0
+    failing = _invoke(*args, "--fail-on-violation")
+    assert failing.exit_code == 1
+    assert "FAIL  " in failing.stdout and "1 passed, 1 failed" in failing.stdout
+
+
+def test_run_on_passing_traces_with_fail_on_violation_exits_zero(traces):
+    result = _invoke(
+        "run",
+        "--contract",
+        "claims-processing-v1",
+        "--traces",
+        str(traces / "b_valid.json"),
+        "--fail-on-violation",
+    )
+    assert result.exit_code == 0 and result.stdout.startswith("PASS")
+
+
+def test_a_malformed_contract_is_one_line_on_stderr_and_exit_two(tmp_path, traces):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("constraints:\n  - type: must_include_steps\n    steps: [a]\n    severty: x\n")
+    result = _invoke("run", "--contract", str(bad), "--traces", str(traces / "b_valid.json"))
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert "unknown key 'severty'" in result.stderr and "constraints[0]" in result.stderr
+
+
+def test_an_unknown_contract_name_is_reported(traces):
+    result = _invoke("run", "--contract", "no-such", "--traces", str(traces / "b_valid.json"))
+    assert result.exit_code == 2 and "neither a file nor a bundled template" in result.stderr
+
+
+def test_no_matching_trace_is_a_usage_error(tmp_path):
+    result = _invoke("run", "--contract", "claims-processing-v1", "--traces", str(tmp_path / "*.x"))
+    assert result.exit_code == 2 and "no trace files match" in result.stderr
+
+
+def test_metadata_values_read_as_json_scalars_where_they_parse():
+    assert parse_metadata(("a=85", "b=true", "c=hello", "d=1.5", "e=null", "f=[1]", "g=")) == {
+        "a": 85,
+        "b": True,
+        "c": "hello",
+        "d": 1.5,
+        "e": None,
+        "f": "[1]",
+        "g": "",
+    }
+
+
+def test_metadata_flag_reaches_when_conditions(traces):
+    args = ["run", "--contract", "kyc-aml-screening-v1", "--traces", str(ABC / "kyc_valid.json")]
+    assert _invoke(*args, "--metadata", "risk_score=50", "--fail-on-violation").exit_code == 0
+    high = _invoke(*args, "--metadata", "risk_score=85", "--fail-on-violation")
+    assert high.exit_code == 1 and "must_escalate_when(risk_score >= 70)" in high.stdout
+
+
+def test_malformed_metadata_is_a_usage_error():
+    result = _invoke(
+        "run",
+        "--contract",
+        "claims-processing-v1",
+        "--traces",
+        str(ABC / "valid_claim.json"),
+        "--metadata",
+        "novalue",
+    )
+    assert result.exit_code == 2 and "key=value" in result.stderr
+
+
+def test_contract_source_map_is_honoured_and_the_flag_overrides_it(tmp_path):
+    contract_file = tmp_path / "c.yaml"
+    contract_file.write_text(
+        "name: sm\nsource_map:\n  lookup_formulary: {source_name: formulary-db, source_type: db}\n"
+        "constraints:\n  - type: must_retrieve_from\n    sources: [formulary-db]\n"
+    )
+    args = ["run", "--contract", str(contract_file), "--traces", str(ABC / "valid_claim.json")]
+    assert _invoke(*args, "--fail-on-violation").exit_code == 0
+    override = tmp_path / "sm.json"
+    override.write_text(json.dumps({"check_coverage": {"source_name": "x", "source_type": "api"}}))
+    assert _invoke(*args, "--source-map", str(override), "--fail-on-violation").exit_code == 1
+
+
+def test_generate_writes_a_contract_its_golden_trace_passes(tmp_path):
+    output = tmp_path / "generated.yaml"
+    result = _invoke(
+        "generate",
+        "--traces",
+        str(ABC / "valid_claim.json"),
+        "--name",
+        "golden-v1",
+        "--output",
+        str(output),
+    )
+    assert result.exit_code == 0, result.stderr
+    assert "name: golden-v1" in output.read_text()
+    replay = _invoke(
+        "run",
+        "--contract",
+        str(output),
+        "--traces",
+        str(ABC / "valid_claim.json"),
+        "--fail-on-violation",
+    )
+    assert replay.exit_code == 0
+    assert (
+        _invoke(
+            "run",
+            "--contract",
+            str(output),
+            "--traces",
+            str(ABC / "invalid_claim.json"),
+            "--fail-on-violation",
+        ).exit_code
+        == 1
+    )
+
+
+def test_generate_prints_yaml_without_output_and_refuses_several_golden_files():
+    printed = _invoke("generate", "--traces", str(ABC / "kyc_valid.json"))
+    assert printed.exit_code == 0 and "must_include_steps" in printed.stdout
+    several = _invoke("generate", "--traces", str(ABC / "*.json"))
+    assert several.exit_code == 2 and "exactly one" in several.stderr
+
+
+def test_templates_lists_the_bundled_contracts():
+    result = _invoke("templates")
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == [
+        "claims-processing-v1",
+        "clinical-decision-support-v1",
+        "kyc-aml-screening-v1",
+    ]
+    rows = json.loads(_invoke("templates", "--json").stdout)
+    assert rows[0]["constraints"] == 6
+    assert "must_escalate_when" in _invoke("templates", "--show", "kyc-aml-screening-v1").stdout
+
+
+def test_monitor_command_validates_and_writes_audit_records(traces, tmp_path):
+    out = tmp_path / "audit"
+    result = _invoke(
+        "monitor",
+        str(traces),
+        "--contract",
+        "claims-processing-v1",
+        "--output-dir",
+        str(out),
+        "--max-polls",
+        "2",
+        "--poll-interval",
+        "0",
+    )
+    assert result.exit_code == 0
+    assert "validated 2 trace(s)" in result.stdout and "1 unreadable" in result.stdout
+    assert "compliance 50.0%" in result.stdout
+    assert sorted(p.name for p in out.iterdir()) == [
+        "error_c_broken.json",
+        "fail_a_invalid.json",
+        "pass_b_valid.json",
+    ]
+
+
+def _canon(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "canon.cli", "contract", *args],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_real_process_runs_a_template_over_the_corpus_examples():
+    result = _canon(
+        "run",
+        "--contract",
+        "claims-processing-v1",
+        "--traces",
+        str(ABC / "*claim.json"),
+        "--json",
+        "--fail-on-violation",
+    )
+    assert result.returncode == 1
+    statuses = [r["verdict"]["status"] for r in json.loads(result.stdout)["records"]]
+    assert statuses == ["fail", "pass"]
+
+
+def test_real_process_reports_a_malformed_contract_in_one_line(tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("constraints: []\n")
+    result = _canon("run", "--contract", str(bad), "--traces", str(ABC / "valid_claim.json"))
+    assert result.returncode == 2
+    assert result.stderr.count("\n") == 1 and "Traceback" not in result.stderr
+
+
+def test_real_process_contract_help_does_not_import_heavy_modules():
+    probe = (
+        "import sys; from canon.cli import main\n"
+        "try:\n    main(['contract', 'templates'])\nexcept SystemExit:\n    pass\n"
+        "print(sorted(m for m in ('litellm', 'scipy') if m in sys.modules))"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, cwd=ROOT, timeout=60
+    )
+    assert result.stdout.strip().splitlines()[-1] == "[]"

@@ -1,0 +1,126 @@
+"""The bundled domain templates against matching and violating traces from the corpus."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from canon.gates.contracts import (
+    TEMPLATE_NAMES,
+    Step,
+    list_templates,
+    load_template,
+    normalize_trace,
+    parse_trace_text,
+    validate,
+)
+from canon.gates.contracts.errors import ContractError
+
+PAIRS = [
+    ("claims-processing-v1", "valid_claim", "invalid_claim"),
+    ("kyc-aml-screening-v1", "kyc_valid", "kyc_invalid"),
+    ("clinical-decision-support-v1", "clinical_valid", "clinical_invalid"),
+]
+
+
+def _execution(path: Path, metadata=None, text=None):  # type: ignore[no-untyped-def]
+    raw = parse_trace_text(text if text is not None else path.read_text(), source=str(path))
+    return normalize_trace(raw, metadata=metadata, source=str(path))
+
+
+def test_three_templates_are_bundled_with_their_constraint_counts():
+    assert TEMPLATE_NAMES == (
+        "claims-processing-v1",
+        "clinical-decision-support-v1",
+        "kyc-aml-screening-v1",
+    )
+    counts = {t.name: len(t.constraints) for t in list_templates()}
+    assert counts == {
+        "claims-processing-v1": 6,
+        "clinical-decision-support-v1": 7,
+        "kyc-aml-screening-v1": 7,
+    }
+
+
+def test_an_unknown_template_name_is_a_contract_error():
+    with pytest.raises(ContractError, match="available"):
+        load_template("nope")
+
+
+@pytest.mark.parametrize(("template", "valid", "invalid"), PAIRS)
+def test_template_passes_its_valid_example_and_fails_its_invalid_one(
+    corpus_dir, template, valid, invalid
+):
+    contract = load_template(template)
+    good = validate(contract, _execution(corpus_dir / "abc-examples" / f"{valid}.json"))
+    bad = validate(contract, _execution(corpus_dir / "abc-examples" / f"{invalid}.json"))
+    assert good.status == "pass", good.violations
+    assert bad.status == "fail"
+    names = {v.name for v in bad.violations}
+    assert "must_not_use_only_parametric_knowledge" in names
+    assert any(name.startswith("must_retrieve_from") for name in names)
+
+
+@pytest.mark.parametrize(
+    ("claim_type", "expected"),
+    [("pharmacy", "pass"), (" Dental ", "pass"), ("veterinary", "fail"), (5, "fail"), ("", "pass")],
+)
+def test_claims_template_escalates_unknown_claim_types_without_crashing(
+    corpus_dir, claim_type, expected
+):
+    execution = _execution(
+        corpus_dir / "abc-examples" / "valid_claim.json", metadata={"claim_type": claim_type}
+    )
+    verdict = validate(load_template("claims-processing-v1"), execution)
+    assert verdict.status == expected
+    if expected == "fail":
+        assert verdict.violations[-1].name == (
+            "must_escalate_when(claim_type not in trained categories)"
+        )
+
+
+@pytest.mark.parametrize(
+    ("risk_score", "expected"),
+    [(85, "fail"), ("85", "fail"), (70.5, "fail"), (69, "pass"), ("high", "pass"), (None, "pass")],
+)
+def test_kyc_template_escalates_high_risk_scores_of_any_type(corpus_dir, risk_score, expected):
+    metadata = {} if risk_score is None else {"risk_score": risk_score}
+    execution = _execution(corpus_dir / "abc-examples" / "kyc_valid.json", metadata=metadata)
+    assert validate(load_template("kyc-aml-screening-v1"), execution).status == expected
+
+
+def test_kyc_template_is_satisfied_by_an_escalation_step(corpus_dir):
+    execution = _execution(
+        corpus_dir / "abc-examples" / "kyc_valid.json", metadata={"risk_score": 90}
+    )
+    escalated = execution.__class__(
+        execution_id=execution.execution_id,
+        steps=(*execution.steps, Step("flag_for_human_review", "tool_call", status="ok")),
+        input_text=execution.input_text,
+        output_text=execution.output_text,
+        metadata=execution.metadata,
+    )
+    assert validate(load_template("kyc-aml-screening-v1"), escalated).status == "pass"
+
+
+@pytest.mark.parametrize(
+    ("replacement", "expected"),
+    [
+        ('\\"interaction_found\\": true', "fail"),
+        ('\\"interaction_found\\": false, \\"interaction_severity\\": \\"major\\"', "fail"),
+        ('\\"interaction_found\\": false', "pass"),
+    ],
+)
+def test_clinical_template_escalates_serious_interactions_found_by_a_tool(
+    corpus_dir, replacement, expected
+):
+    path = corpus_dir / "abc-examples" / "clinical_valid.json"
+    original = path.read_text()
+    needle = '\\"interaction_found\\": false, \\"interaction_severity\\": \\"none\\"'
+    assert needle in original
+    text = original.replace(needle, replacement)
+    json.loads(text)  # the edited trace is still valid JSON
+    verdict = validate(load_template("clinical-decision-support-v1"), _execution(path, text=text))
+    assert verdict.status == expected
