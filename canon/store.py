@@ -29,9 +29,8 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[An
     for key_node, value_node in node.value:
         key = loader.construct_object(key_node, deep=True)
         if key in mapping:
-            line = key_node.start_mark.line + 1
             raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r} (line {line})", key_node.start_mark
+                None, None, f"duplicate key {key!r}", key_node.start_mark
             )
         mapping[key] = loader.construct_object(value_node, deep=True)
     return mapping

@@ -55,13 +55,16 @@ def test_the_built_wheel_carries_the_rubric_and_loads_it_when_installed(tmp_path
     Path(site, "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     probe = (
         "import canon, canon.store as s; r = canon.load_rubric(); "
-        "print(canon.__file__); print(r.id, r.version, r.fingerprint)"
+        "print(canon.__file__); print(r.id, r.version, r.fingerprint); "
+        "from canon.gates.contracts import load_template; "
+        "print(load_template('claims-processing-v1').name)"
     )
     out = subprocess.run(
         [str(python), "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path
     ).stdout.splitlines()
     assert out[0].startswith(site), out
     assert out[1].startswith("cdt 1.0.0 ")
+    assert out[2] == "claims-processing-v1"  # bundled contract templates ship too
     from canon import load_rubric
 
     assert out[1].split()[2] == load_rubric().fingerprint
