@@ -1,0 +1,127 @@
+"""Step classification: what kind of step a span is and the name contracts know it by.
+
+Tool calls are named by their tool, every other step by its span name (as the reference
+does, so contracts that name ``chat`` or an agent span keep working). The first rule that
+fires wins:
+
+1. tool call: ``gen_ai.operation.name == "execute_tool"``; a ``gen_ai.tool.name`` on a span
+   that is not a model or agent call (PydanticAI ``running tool``); OpenInference
+   ``openinference.span.kind == TOOL``; OpenLLMetry ``traceloop.span.kind == tool`` or a
+   legacy ``<name>.tool`` span; Claude Code ``claude_code.tool``; span names
+   ``execute_tool <name>`` and ``running tool: <name>``. The PydanticAI ``running tools``
+   wrapper around parallel calls is *not* a tool.
+2. agent: ``invoke_agent``/``create_agent`` operations, OpenInference ``AGENT``,
+   OpenLLMetry ``agent``/``workflow`` spans, PydanticAI ``agent run``, Claude Code
+   ``claude_code.interaction``.
+3. model call: chat-like operations (``chat``, ``generate_content``, ``call_llm`` ...),
+   OpenInference ``LLM``/``EMBEDDING``, ``llm.request.type``, ``ChatBedrock.chat`` or
+   ``chat <model>`` names, ``claude_code.llm_request``, or a request model plus token usage.
+4. retrieval: a Bedrock knowledge base id, ``gen_ai.data_source.id``, a ``retrieval``
+   operation, OpenInference ``RETRIEVER``.
+5. human review: a span (not a tool) named or operated as human review / approval /
+   human-in-the-loop.
+6. anything else is ``custom`` (event loops, HTTP, queues, graph tasks).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from canon.gates.contracts.execution import StepKind
+
+_MODEL_OPS = frozenset(
+    {
+        "chat",
+        "text_completion",
+        "generate_content",
+        "llm_request",
+        "call_llm",
+        "embeddings",
+        "completion",
+    }
+)
+_AGENT_OPS = frozenset({"invoke_agent", "create_agent"})
+_RETRIEVAL_OPS = frozenset({"retrieval", "retrieve", "search"})
+_HUMAN_WORDS = ("human_review", "human_in_the_loop", "human_approval", "human_input")
+
+
+def classify(name: str, attrs: dict[str, Any]) -> tuple[StepKind, str]:
+    """Return the step kind and step name of a span with ``name`` and decoded ``attrs``."""
+    get = attrs.get
+    op = get("gen_ai.operation.name")
+    if op.__class__ is not str:
+        op = ""  # a list or mapping here is malformed; it must not reach the set lookups
+    tool = get("gen_ai.tool.name")
+    if op == "execute_tool":
+        return "tool_call", _tool_name(tool, name, attrs)
+    if tool and isinstance(tool, str) and op not in _MODEL_OPS and op not in _AGENT_OPS:
+        return "tool_call", tool
+    if op in _MODEL_OPS:
+        return "model_call", name
+    if op in _AGENT_OPS:
+        return "agent", name
+    oi_kind = get("openinference.span.kind")
+    if isinstance(oi_kind, str):
+        oi_kind = oi_kind.upper()
+        if oi_kind == "TOOL":
+            return "tool_call", _tool_name(get("tool.name"), name, attrs)
+    tl_kind = get("traceloop.span.kind")
+    if tl_kind == "tool":
+        return "tool_call", _tool_name(get("traceloop.entity.name"), name, attrs)
+    if name == "claude_code.tool":
+        return "tool_call", _tool_name(get("tool_name"), name, attrs)
+    by_name = _tool_from_span_name(name)
+    if by_name:
+        return "tool_call", by_name
+    if op in _AGENT_OPS or oi_kind == "AGENT" or tl_kind in ("agent", "workflow"):
+        return "agent", name
+    if name in ("agent run", "claude_code.interaction") or name.startswith("agent run"):
+        return "agent", name
+    if _is_model_call(name, op, oi_kind, attrs):
+        return "model_call", name
+    if (
+        "aws.bedrock.knowledge_base.id" in attrs
+        or "gen_ai.data_source.id" in attrs
+        or op in _RETRIEVAL_OPS
+        or oi_kind == "RETRIEVER"
+    ):
+        return "retrieval", name
+    lowered = (op or name).lower().replace(" ", "_").replace("-", "_")
+    if any(word in lowered for word in _HUMAN_WORDS):
+        return "human_review", name
+    return "custom", name
+
+
+def _tool_name(preferred: object, span_name: str, attrs: dict[str, Any]) -> str:
+    for candidate in (preferred, attrs.get("gen_ai.tool.name"), attrs.get("tool.name")):
+        if isinstance(candidate, str) and candidate.strip():
+            return candidate.strip()
+    from_name = _tool_from_span_name(span_name)
+    if from_name:
+        return from_name
+    if span_name.endswith(".tool") and len(span_name) > 5:
+        return span_name[:-5]
+    return span_name
+
+
+def _tool_from_span_name(name: str) -> str:
+    """Tool name from ``execute_tool X``, ``running tool: X`` or a legacy ``X.tool`` name."""
+    if name.startswith("execute_tool "):
+        return name[13:].strip()
+    if name.startswith("running tool:"):
+        return name[13:].strip()
+    if name.endswith(".tool") and not name.startswith("claude_code") and len(name) > 5:
+        return name[:-5]
+    return ""
+
+
+def _is_model_call(name: str, op: str, oi_kind: object, attrs: dict[str, Any]) -> bool:
+    if op in _MODEL_OPS or oi_kind in ("LLM", "EMBEDDING"):
+        return True
+    if "llm.request.type" in attrs or name == "claude_code.llm_request":
+        return True
+    if "ChatBedrock.chat" in name or name.startswith(("chat ", "call_llm")):
+        return True
+    if "gen_ai.request.model" in attrs:
+        return any(key.startswith(("gen_ai.usage", "llm.usage")) for key in attrs)
+    return False

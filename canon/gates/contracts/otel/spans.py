@@ -1,0 +1,312 @@
+"""Container formats: turn any supported trace export into one flat list of raw spans.
+
+Accepted: OTLP JSON (``resourceSpans``/``scopeSpans``, snake_case, legacy
+``instrumentationLibrarySpans``), Tempo ``batches``, Jaeger query-API JSON (``data[].spans``
+or one trace object), a plain span list or ``{"spans": [...]}`` in OTLP or OTel-SDK shape
+(``context``/``parent`` objects, integer or hex ids, ISO times), and a list of any of these
+(what OTLP JSON lines parse to).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from canon.gates.contracts.execution import StepStatus
+from canon.gates.contracts.otel.errors import TraceError
+from canon.gates.contracts.otel.values import (
+    decode_jaeger_tags,
+    decode_kv_list,
+    decode_status,
+    normalize_id,
+    to_nanos,
+)
+
+
+class RawEvent(NamedTuple):
+    """A span event: its name and decoded attributes."""
+
+    name: str
+    attributes: dict[str, Any]
+
+
+# A NamedTuple rather than a frozen dataclass: one is built per span on the hot path and
+# tuple construction is several times cheaper; it never leaves this package.
+class RawSpan(NamedTuple):
+    """One span, whatever format it came from, with decoded attributes."""
+
+    position: int
+    name: str
+    trace_id: str
+    span_id: str
+    parent_id: str
+    start_ns: int
+    end_ns: int
+    status: StepStatus
+    attributes: dict[str, Any]
+    events: tuple[RawEvent, ...]
+    scope: str
+
+
+@dataclass(frozen=True, slots=True)
+class SpanBatch:
+    """Every span of one trace file, plus what the container says about the run as a whole."""
+
+    spans: list[RawSpan]
+    resource: dict[str, Any]
+    final_output: object = None  # any-agent writes the run's answer next to its spans
+
+
+_new_span = tuple.__new__
+_OTLP_KEYS = ("resourceSpans", "resource_spans", "batches")
+_SCOPE_KEYS = ("scopeSpans", "scope_spans", "instrumentationLibrarySpans")
+_SPAN_MARKERS = ("spanId", "span_id", "spanID", "context", "name", "operationName")
+_EXPECTED = (
+    "OTLP JSON (resourceSpans), a Tempo export (batches), a Jaeger export (data[].spans), "
+    "OTLP JSON lines, or a span list"
+)
+
+
+class _Collector:
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.spans: list[RawSpan] = []
+        self.resource: dict[str, Any] = {}
+        self.final_output: object = None
+
+    def fail(self, found: str) -> TraceError:
+        return TraceError(
+            f"{self.source}: not a trace: expected {_EXPECTED}; got {found}; "
+            "export the agent's spans with an OTLP JSON or Jaeger JSON exporter"
+        )
+
+    def container(self, raw: object, where: str) -> None:
+        if isinstance(raw, list):
+            for position, item in enumerate(raw):
+                if isinstance(item, dict) and not _looks_like_span(item):
+                    self.container(item, f"{where}[{position}]")
+                else:
+                    self.generic_span(item, "", None)
+            return
+        if not isinstance(raw, dict):
+            raise self.fail(f"{_type_name(raw)} at {where}")
+        for key in _OTLP_KEYS:
+            if key in raw:
+                self.otlp(raw[key], f"{where}.{key}")
+                return
+        data = raw.get("data")
+        if isinstance(data, list) and all(isinstance(t, dict) and "spans" in t for t in data):
+            for trace in data:
+                self.jaeger_trace(trace)
+            return
+        if "spans" in raw:
+            spans = raw["spans"]
+            if not isinstance(spans, list):
+                raise self.fail(f"'spans' holding {_type_name(spans)} at {where}")
+            if "final_output" in raw:
+                self.final_output = raw["final_output"]
+            if "processes" in raw or any(isinstance(s, dict) and "spanID" in s for s in spans):
+                self.jaeger_trace(raw)
+            else:
+                self.generic_list(spans, "", None)
+            return
+        if _looks_like_span(raw):
+            self.generic_span(raw, "", None)
+            return
+        keys = sorted(str(k) for k in raw)[:8]
+        raise self.fail(f"a JSON object with keys {keys} at {where}")
+
+    def otlp(self, resource_spans: object, where: str) -> None:
+        if not isinstance(resource_spans, list):
+            raise self.fail(f"{_type_name(resource_spans)} at {where}, not a list")
+        for block in resource_spans:
+            if not isinstance(block, dict):
+                continue
+            resource = block.get("resource")
+            if isinstance(resource, dict):
+                self.resource.update(decode_kv_list(resource.get("attributes")))
+            for key in _SCOPE_KEYS:
+                scopes = block.get(key)
+                if not isinstance(scopes, list):
+                    continue
+                for scope_block in scopes:
+                    if not isinstance(scope_block, dict):
+                        continue
+                    scope = scope_block.get("scope") or scope_block.get("instrumentationLibrary")
+                    scope_name = scope.get("name") if isinstance(scope, dict) else None
+                    spans = scope_block.get("spans")
+                    if isinstance(spans, list):
+                        self.generic_list(spans, _text(scope_name), None)
+
+    def generic_list(self, spans: list[Any], scope: str, resource: dict[str, Any] | None) -> None:
+        for span in spans:
+            self.generic_span(span, scope, resource)
+
+    def generic_span(self, span: object, scope: str, resource: dict[str, Any] | None) -> None:
+        """Read one span in OTLP JSON or OTel-SDK (``ReadableSpan.to_json``) shape."""
+        if not isinstance(span, dict):
+            return  # a stray scalar in a span list is noise, not a span
+        if "spanId" in span and "startTimeUnixNano" in span:
+            # OTLP JSON, the common case: no fallbacks to look up
+            trace_id: object = span.get("traceId")
+            span_id: object = span["spanId"]
+            parent: object = span.get("parentSpanId")
+            start: object = span["startTimeUnixNano"]
+            end: object = span.get("endTimeUnixNano")
+        else:
+            trace_id, span_id, parent, start, end = _sdk_fields(span)
+            own_resource = span.get("resource")
+            if isinstance(own_resource, dict):
+                self.resource.update(decode_kv_list(own_resource.get("attributes")))
+            if not scope:
+                own_scope = span.get("instrumentation_scope") or span.get("instrumentationScope")
+                if isinstance(own_scope, dict):
+                    scope = _text(own_scope.get("name"))
+        name = span.get("name")
+        events = span.get("events")
+        # tuple.__new__ skips the NamedTuple constructor's Python-level wrapper (hot path)
+        self.spans.append(
+            _new_span(
+                RawSpan,
+                (
+                    len(self.spans),
+                    name if isinstance(name, str) else "",
+                    normalize_id(trace_id, 32),
+                    normalize_id(span_id),
+                    normalize_id(parent),
+                    to_nanos(start),
+                    to_nanos(end),
+                    decode_status(span.get("status")),
+                    decode_kv_list(span.get("attributes")),
+                    _otlp_events(events) if events else (),
+                    scope,
+                ),
+            )
+        )
+
+    def jaeger_trace(self, trace: dict[str, Any]) -> None:
+        processes = trace.get("processes")
+        procs = processes if isinstance(processes, dict) else {}
+        for process in procs.values():
+            if isinstance(process, dict):
+                self.resource.update(_process_attributes(process))
+        spans = trace.get("spans")
+        if not isinstance(spans, list):
+            return
+        for span in spans:
+            if isinstance(span, dict):
+                self.jaeger_span(span)
+
+    def jaeger_span(self, span: dict[str, Any]) -> None:
+        tags = decode_jaeger_tags(span.get("tags"))
+        start = to_nanos(span.get("startTime"))
+        duration = span.get("duration")
+        # Jaeger durations are microseconds.
+        end = start + int(duration) * 1000 if isinstance(duration, (int, float)) else start
+        status: StepStatus = decode_status(tags.get("otel.status_code"))
+        if tags.get("error") is True:
+            status = "error"
+        logs = span.get("logs")
+        self.spans.append(
+            RawSpan(
+                len(self.spans),
+                _text(span.get("operationName")),
+                normalize_id(span.get("traceID"), 32),
+                normalize_id(span.get("spanID")),
+                normalize_id(_jaeger_parent(span)),
+                start,
+                end,
+                status,
+                tags,
+                _jaeger_events(logs) if logs else (),
+                _text(tags.get("otel.scope.name")),
+            )
+        )
+
+
+def collect_spans(raw: object, *, source: str) -> SpanBatch:
+    """Flatten a parsed trace export into raw spans; raise ``TraceError`` when there are none."""
+    collector = _Collector(source)
+    collector.container(raw, "top level")
+    if not collector.spans:
+        raise TraceError(
+            f"{source}: the trace holds no spans: expected at least one span in "
+            f"{_EXPECTED}; got a {_type_name(raw)} with none; check that the exporter "
+            "flushed before the file was written"
+        )
+    return SpanBatch(collector.spans, collector.resource, collector.final_output)
+
+
+def _sdk_fields(span: dict[str, Any]) -> tuple[object, object, object, object, object]:
+    """Ids and times of a span written by an OTel SDK (or any other camel/snake mix)."""
+    get = span.get
+    context = get("context")
+    ctx = context if isinstance(context, dict) else {}
+    trace_id = get("traceId") or get("trace_id") or ctx.get("trace_id") or ctx.get("traceId")
+    span_id = get("spanId") or get("span_id") or ctx.get("span_id") or ctx.get("spanId")
+    parent: object = get("parentSpanId")
+    if parent is None:
+        parent = get("parent_span_id") or get("parent_id") or get("parent")
+        if isinstance(parent, dict):
+            parent = parent.get("span_id") or parent.get("spanId")
+    start = get("startTimeUnixNano")
+    if start is None:
+        start = get("start_time_unix_nano") or get("start_time") or get("startTime")
+    end = get("endTimeUnixNano")
+    if end is None:
+        end = get("end_time_unix_nano") or get("end_time") or get("endTime")
+    return trace_id, span_id, parent, start, end
+
+
+def _looks_like_span(item: dict[str, Any]) -> bool:
+    return any(key in item for key in _SPAN_MARKERS) and not any(k in item for k in _OTLP_KEYS)
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _type_name(value: object) -> str:
+    names = {dict: "JSON object", list: "JSON array", str: "string", bool: "boolean"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def _otlp_events(events: object) -> tuple[RawEvent, ...]:
+    if not isinstance(events, list):
+        return ()
+    return tuple(
+        RawEvent(_text(event.get("name")), decode_kv_list(event.get("attributes")))
+        for event in events
+        if isinstance(event, dict)
+    )
+
+
+def _jaeger_events(logs: object) -> tuple[RawEvent, ...]:
+    if not isinstance(logs, list):
+        return ()
+    out = []
+    for log in logs:
+        if isinstance(log, dict):
+            fields = decode_jaeger_tags(log.get("fields"))
+            out.append(RawEvent(_text(fields.get("event")), fields))
+    return tuple(out)
+
+
+def _jaeger_parent(span: dict[str, Any]) -> object:
+    references = span.get("references")
+    if isinstance(references, list):
+        refs = [r for r in references if isinstance(r, dict)]
+        for ref in refs:
+            if ref.get("refType") == "CHILD_OF":
+                return ref.get("spanID")
+        if refs:
+            return refs[0].get("spanID")
+    return span.get("parentSpanID")
+
+
+def _process_attributes(process: dict[str, Any]) -> dict[str, Any]:
+    attributes = decode_jaeger_tags(process.get("tags"))
+    service = process.get("serviceName")
+    if isinstance(service, str):
+        attributes["service.name"] = service
+    return attributes
