@@ -1,0 +1,326 @@
+"""``canon policy``: the JSON policy checker on the command line.
+
+Results are JSON on stdout (sorted keys, 2-space indent, UTF-8, trailing newline). Controlled
+errors are ``{"error": {"code", "message", ...}}`` on stderr with exit 2. Completed
+evaluations exit 0 even when they fail, unless ``--strict-exit`` asks for 1.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from typing import IO, Any, NoReturn
+
+import click
+
+from canon.gates.policy.decoding import MAX_INPUT_BYTES, decode_json_bytes
+from canon.gates.policy.errors import (
+    INVALID_COMMAND,
+    INVALID_DATA,
+    JSON_OUTPUT_ERROR,
+    PLAYGROUND_UNAVAILABLE,
+    PolicyError,
+)
+from canon.gates.policy.model import Policy
+from canon.gates.policy.validation import validate_policy
+
+_STDIN = "-"
+
+
+def render_json(document: Any) -> bytes:
+    """The project's JSON output format as UTF-8 bytes."""
+    text = json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
+    return (text + "\n").encode("utf-8")
+
+
+def emit_json(document: Any, stream: str = "stdout") -> None:
+    """Write one JSON document to stdout or stderr as raw UTF-8 bytes."""
+    text_stream = sys.stdout if stream == "stdout" else sys.stderr
+    text_stream.flush()
+    text_stream.buffer.write(render_json(document))
+    text_stream.buffer.flush()
+
+
+class PolicyCommandFailure(click.ClickException):
+    """A controlled failure: its JSON error document goes to stderr and the exit code is 2."""
+
+    exit_code = 2
+
+    def __init__(self, error: PolicyError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+    def show(self, file: IO[Any] | None = None) -> None:
+        """Print the JSON error document instead of click's plain-text message."""
+        emit_json(self.error.to_json(), "stderr")
+
+
+def fail(error: PolicyError) -> NoReturn:
+    """Stop the command with a controlled JSON error."""
+    raise PolicyCommandFailure(error)
+
+
+def _usage_failure(exc: click.UsageError) -> PolicyCommandFailure:
+    path = exc.ctx.command_path if exc.ctx is not None else "canon policy"
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        problem = "no subcommand given"
+    else:
+        problem = exc.format_message().strip()
+    message = f"usage error in '{path}': {problem} (run '{path} --help' for usage)"
+    return PolicyCommandFailure(PolicyError(INVALID_COMMAND, message))
+
+
+class _JsonErrorsCommand(click.Command):
+    """A command whose usage errors are reported as JSON ``INVALID_COMMAND`` errors."""
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as exc:
+            raise _usage_failure(exc) from None
+
+
+class _JsonErrorsGroup(click.Group):
+    """The ``policy`` group: unknown or missing subcommands are JSON usage errors too."""
+
+    command_class = _JsonErrorsCommand
+
+    def make_context(
+        self,
+        info_name: str | None,
+        args: list[str],
+        parent: click.Context | None = None,
+        **extra: Any,
+    ) -> click.Context:
+        try:
+            return super().make_context(info_name, args, parent=parent, **extra)
+        except click.UsageError as exc:
+            raise _usage_failure(exc) from None
+
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        try:
+            return super().resolve_command(ctx, args)
+        except click.UsageError as exc:
+            raise _usage_failure(exc) from None
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except PolicyError as exc:
+            fail(exc)
+        except (TypeError, ValueError, RecursionError) as exc:
+            # Defensive: anything uncontrolled still leaves as a JSON error, never a traceback.
+            fail(PolicyError(INVALID_DATA, f"unexpected data error ({type(exc).__name__}: {exc})"))
+
+
+def read_input(source: str, what: str) -> bytes:
+    """The raw bytes of a file, or of stdin for ``-``, reading at most one byte past the limit."""
+    if source == _STDIN:
+        return sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+    try:
+        with open(source, "rb") as handle:
+            return handle.read(MAX_INPUT_BYTES + 1)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise PolicyError(
+            "INVALID_JSON_INPUT",
+            f"cannot read the {what} file ({reason}); check the path and permissions",
+        ) from None
+
+
+def load_json(source: str, what: str) -> Any:
+    """Read and strictly decode one JSON input."""
+    return decode_json_bytes(read_input(source, what), what=what)
+
+
+def load_policy(source: str) -> Policy:
+    """Read, decode and validate a policy file (or stdin for ``-``)."""
+    return validate_policy(load_json(source, "policy"))
+
+
+def _one_stdin(*sources: str) -> None:
+    if sum(source == _STDIN for source in sources) > 1:
+        fail(
+            PolicyError(
+                INVALID_COMMAND,
+                "only one input can be read from standard input ('-'); pass the other as a file",
+            )
+        )
+
+
+def _strict_exit(ctx: click.Context, strict: bool, conforms: Any) -> None:
+    if strict and conforms is not True:
+        ctx.exit(1)
+
+
+@click.group(
+    "policy",
+    cls=_JsonErrorsGroup,
+    context_settings={"help_option_names": ["-h", "--help"]},
+)
+def policy() -> None:
+    """Check structured JSON output against a policy (a deterministic pre-judge gate)."""
+
+
+@policy.command("validate")
+@click.argument("policy_file", metavar="POLICY")
+def validate_command(policy_file: str) -> None:
+    """Validate POLICY and print its identifier and schema version."""
+    checked = load_policy(policy_file)
+    emit_json({"policy_id": checked.policy_id, "schema_version": "1.0", "valid": True})
+
+
+@policy.command("evaluate")
+@click.argument("policy_file", metavar="POLICY")
+@click.argument("response_file", metavar="RESPONSE")
+@click.option("--strict-exit", is_flag=True, help="Exit 1 when the response fails.")
+@click.pass_context
+def evaluate_command(
+    ctx: click.Context, policy_file: str, response_file: str, strict_exit: bool
+) -> None:
+    """Evaluate RESPONSE ('-' for stdin) against POLICY and print every rule result."""
+    from canon.gates.policy.evaluation import evaluate_response
+
+    _one_stdin(policy_file, response_file)
+    checked = load_policy(policy_file)
+    result = evaluate_response(checked, load_json(response_file, "response"))
+    emit_json(result.to_json())
+    _strict_exit(ctx, strict_exit, result.passed)
+
+
+@policy.command("check-order")
+@click.argument("policy_file", metavar="POLICY")
+@click.argument("response_file", metavar="RESPONSE")
+@click.option("--strict-exit", is_flag=True, help="Exit 1 unless order conformance holds.")
+@click.pass_context
+def check_order_command(
+    ctx: click.Context, policy_file: str, response_file: str, strict_exit: bool
+) -> None:
+    """Run PrecedenceTrace: evaluate every order of 2-7 rules against RESPONSE."""
+    from canon.gates.policy.precedence import check_order_conformance, ensure_order_rule_count
+
+    _one_stdin(policy_file, response_file)
+    checked = load_policy(policy_file)
+    ensure_order_rule_count(checked)  # refuse 8+ rules before the response is read
+    report = check_order_conformance(checked, load_json(response_file, "response"))
+    emit_json(report.to_json())
+    _strict_exit(ctx, strict_exit, report.conforms_within_coverage)
+
+
+@policy.command("explain")
+@click.argument("policy_file", metavar="POLICY")
+@click.argument("response_file", metavar="RESPONSE")
+def explain_command(policy_file: str, response_file: str) -> None:
+    """Say in plain words why each rule passed or failed for RESPONSE (values are not shown)."""
+    from canon.gates.policy.explain import explain_evaluation
+
+    _one_stdin(policy_file, response_file)
+    checked = load_policy(policy_file)
+    emit_json(explain_evaluation(checked, load_json(response_file, "response")).to_json())
+
+
+def _same_file(left: str, right: str) -> bool:
+    try:
+        return os.path.samefile(left, right)
+    except OSError:
+        return os.path.realpath(left) == os.path.realpath(right)
+
+
+def write_atomically(target: str, data: bytes) -> None:
+    """Write ``data`` to ``target`` through a private temp file in the same directory."""
+    import tempfile
+
+    directory = os.path.dirname(os.path.abspath(target))
+    os.makedirs(directory, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(prefix=".canon-policy-", dir=directory)
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temporary, target)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+
+
+@policy.command("generate-synthetic")
+@click.argument("policy_file", metavar="POLICY")
+@click.option("--output", "output", metavar="FILE", help="Write the cases to FILE (atomic).")
+def generate_synthetic_command(policy_file: str, output: str | None) -> None:
+    """Generate and verify one passing and one failing response for POLICY."""
+    from canon.gates.policy.synthetic import generate_synthetic_cases
+
+    if output is not None and (not output.strip() or output == _STDIN):
+        fail(
+            PolicyError(
+                INVALID_COMMAND,
+                "--output needs a file path (not empty, blank or '-'); omit it to print "
+                "to standard output",
+            )
+        )
+    checked = load_policy(policy_file)
+    cases = generate_synthetic_cases(checked).to_json()
+    if output is None:
+        emit_json(cases)
+        return
+    if policy_file != _STDIN and _same_file(output, policy_file):
+        fail(
+            PolicyError(
+                JSON_OUTPUT_ERROR,
+                "--output names the policy input file, which would be overwritten; "
+                "choose another path",
+                policy_id=checked.policy_id,
+            )
+        )
+    try:
+        write_atomically(output, render_json(cases))
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        fail(
+            PolicyError(
+                JSON_OUTPUT_ERROR,
+                f"cannot write the output file ({reason}); choose a writable file path",
+                policy_id=checked.policy_id,
+            )
+        )
+    emit_json({"output_written": True, "policy_id": checked.policy_id})
+
+
+@policy.command("playground")
+@click.argument("policy_file", metavar="[POLICY]", required=False)
+@click.argument("response_file", metavar="[RESPONSE]", required=False)
+@click.option("--smoke-test", is_flag=True, help="Check the page headlessly and print a status.")
+@click.option("--port", type=int, default=0, show_default=True, help="Port on 127.0.0.1.")
+@click.option("--no-browser", is_flag=True, help="Do not open a browser window.")
+def playground_command(
+    policy_file: str | None,
+    response_file: str | None,
+    smoke_test: bool,
+    port: int,
+    no_browser: bool,
+) -> None:
+    """Open the offline policy playground in a local web page."""
+    try:
+        module = importlib.import_module("canon.cli.policy_playground")
+    except ModuleNotFoundError as exc:
+        if exc.name != "canon.cli.policy_playground":
+            raise
+        fail(
+            PolicyError(
+                PLAYGROUND_UNAVAILABLE,
+                "the playground is not installed in this build; use 'canon policy evaluate'",
+            )
+        )
+    module.run_command(policy_file, response_file, smoke_test, port, no_browser)
