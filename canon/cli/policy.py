@@ -220,13 +220,25 @@ def check_order_command(
 @policy.command("explain")
 @click.argument("policy_file", metavar="POLICY")
 @click.argument("response_file", metavar="RESPONSE")
-def explain_command(policy_file: str, response_file: str) -> None:
+@click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
+def explain_command(policy_file: str, response_file: str, as_json: bool) -> None:
     """Say in plain words why each rule passed or failed for RESPONSE (values are not shown)."""
     from canon.gates.policy.explain import explain_evaluation
 
     _one_stdin(policy_file, response_file)
     checked = load_policy(policy_file)
-    emit_json(explain_evaluation(checked, load_json(response_file, "response")).to_json())
+    explanation = explain_evaluation(checked, load_json(response_file, "response"))
+    if as_json:
+        emit_json(explanation.to_json())
+        return
+    verdict = "passes" if explanation.passed else "fails"
+    lines = [f"policy {explanation.policy_id} {verdict}:"]
+    for item in explanation.rules:
+        mark = "PASS" if item.result.passed else "FAIL"
+        lines.append(
+            f"  {mark} {item.result.rule_id} ({item.result.reason_code}): {item.explanation}"
+        )
+    click.echo("\n".join(lines))
 
 
 def _same_file(left: str, right: str) -> bool:

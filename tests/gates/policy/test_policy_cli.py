@@ -242,7 +242,16 @@ def test_help_is_plain_text() -> None:
 
 
 def test_explain_prints_plain_words_per_rule(files: dict[str, str]) -> None:
-    document = ok(run("explain", files["policy"], files["failing"]))
+    result = run("explain", files["policy"], files["failing"])
+    assert result.exit_code == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].endswith(" fails:")
+    assert lines[1].lstrip().startswith("FAIL ")
+    assert "not the value required" in lines[1]
+
+
+def test_explain_json_carries_the_same_explanations(files: dict[str, str]) -> None:
+    document = ok(run("explain", files["policy"], files["failing"], "--json"))
     assert "not the value required" in document["rule_explanations"][0]["explanation"]
 
 
