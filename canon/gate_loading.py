@@ -47,21 +47,13 @@ def policy_gate(spec: PolicySpec) -> ArtifactGate:
 
 def contract_gate(spec: ContractSpec) -> ArtifactGate:
     """A gate that checks each artifact's trace against a behavioral contract."""
-    from canon.gates.contracts import (
-        TEMPLATE_NAMES,
-        Contract,
-        contract_outcome,
-        load_contract,
-        load_template,
-    )
+    from canon.contract_files import load_contract_file
+    from canon.gates.contracts import TEMPLATE_NAMES, Contract, contract_outcome, load_contract
 
     if isinstance(spec, Contract):
         contract = spec
-    elif isinstance(spec, str) and spec in TEMPLATE_NAMES:
-        contract = load_template(spec)
     elif isinstance(spec, str | os.PathLike):
-        path = Path(spec)
-        contract = load_contract(read_text(path, "contract", GateError), origin=str(path))
+        contract = load_contract_file(os.fspath(spec))
     elif isinstance(spec, Mapping):
         contract = load_contract(spec)
     else:

@@ -8,11 +8,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from canon.contract_files import read_trace, write_audit_record
 from canon.errors import CanonError
 from canon.gates.contracts.audit import AuditRecord, create_audit_record
 from canon.gates.contracts.execution import DataSource
 from canon.gates.contracts.model import Contract
-from canon.gates.contracts.storage import read_trace, write_audit_record
 from canon.gates.contracts.validate import validate
 
 TRACE_PATTERNS = ("*.json", "*.jsonl")

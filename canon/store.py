@@ -87,19 +87,35 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
     return f"{problem} (line {mark.line + 1}, column {mark.column + 1})" if mark else str(problem)
 
 
-def write_text_atomic(path: Path, text: str) -> None:
-    """Write text so that readers see the old file or the new one, never half of one."""
+def write_bytes_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
+    """Write bytes so that readers see the old file or the new one, never half of one.
+
+    ``mode`` sets the file's permissions; by default they follow the umask like any new file.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="\n") as stream:
-            stream.write(text)
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
+        # mkstemp makes a private 0600 file; give the final file ordinary permissions.
+        os.chmod(temp_name, mode if mode is not None else 0o666 & ~_umask())
         os.replace(temp_name, path)
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)
         raise
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write UTF-8 text atomically (see ``write_bytes_atomic``)."""
+    write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def _umask() -> int:
+    current = os.umask(0)
+    os.umask(current)
+    return current
 
 
 def dump_json(data: Any) -> str:

@@ -11,21 +11,17 @@ from typing import Any
 import click
 
 from canon.cli.common import reports_errors
+from canon.contract_files import load_contract_file, read_source_map, read_trace
 from canon.errors import CanonError, GateError, UsageError
 from canon.gates.contracts.audit import AuditRecord
 from canon.gates.contracts.dump import dump_contract
 from canon.gates.contracts.execution import DataSource
 from canon.gates.contracts.generate import generate_contract
 from canon.gates.contracts.model import Contract, Verdict
-from canon.gates.contracts.monitor import MonitorStats, monitor_directory
-from canon.gates.contracts.storage import (
-    load_contract_file,
-    read_source_map,
-    read_trace,
-    write_text_atomic,
-)
 from canon.gates.contracts.templates import TEMPLATE_NAMES, list_templates, template_text
 from canon.gates.contracts.validate import validate
+from canon.monitor import MonitorStats, monitor_directory
+from canon.store import write_text_atomic
 
 _TRACE_SUFFIXES = (".json", ".jsonl")
 

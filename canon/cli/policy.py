@@ -248,25 +248,6 @@ def _same_file(left: str, right: str) -> bool:
         return os.path.realpath(left) == os.path.realpath(right)
 
 
-def write_atomically(target: str, data: bytes) -> None:
-    """Write ``data`` to ``target`` through a private temp file in the same directory."""
-    import tempfile
-
-    directory = os.path.dirname(os.path.abspath(target))
-    os.makedirs(directory, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=".canon-policy-", dir=directory)
-    try:
-        with os.fdopen(handle, "wb") as out:
-            out.write(data)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temporary, target)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
-
-
 @policy.command("generate-synthetic")
 @click.argument("policy_file", metavar="POLICY")
 @click.option("--output", "output", metavar="FILE", help="Write the cases to FILE (atomic).")
@@ -297,7 +278,11 @@ def generate_synthetic_command(policy_file: str, output: str | None) -> None:
             )
         )
     try:
-        write_atomically(output, render_json(cases))
+        from pathlib import Path
+
+        from canon.store import write_bytes_atomic  # imported late: evaluate must start fast
+
+        write_bytes_atomic(Path(output), render_json(cases), mode=0o600)
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         fail(

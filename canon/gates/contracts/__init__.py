@@ -26,7 +26,6 @@ from canon.gates.contracts.execution import DataSource, Execution, Step
 from canon.gates.contracts.generate import generate_contract
 from canon.gates.contracts.loader import CONSTRAINT_TYPES, load_contract, parse_source_map
 from canon.gates.contracts.model import Contract, Verdict, Violation
-from canon.gates.contracts.monitor import MonitorStats, monitor_directory
 from canon.gates.contracts.outcome import contract_outcome
 from canon.gates.contracts.templates import TEMPLATE_NAMES, list_templates, load_template
 from canon.gates.contracts.validate import validate
@@ -69,6 +68,7 @@ __all__ = [
 ]
 
 _FROM_NORMALIZER = ("TraceError", "normalize_trace", "parse_trace_text")
+_FROM_MONITOR = ("MonitorStats", "monitor_directory")
 
 
 def __getattr__(name: str) -> Any:
@@ -77,4 +77,10 @@ def __getattr__(name: str) -> Any:
         from canon.gates.contracts import otel
 
         return getattr(otel, name)
+    # The monitor reads and writes files, so it lives at the edge (canon.monitor); it is
+    # offered here too because this is where contract users look for it.
+    if name in _FROM_MONITOR:
+        import canon.monitor
+
+        return getattr(canon.monitor, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

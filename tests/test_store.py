@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import json
+import os
+import stat
+
+import pytest
+
+from canon.errors import InputError
+from canon.store import dump_json, read_json, write_bytes_atomic, write_json_atomic
+
+
+def test_json_is_written_deterministically_with_a_trailing_newline(tmp_path):
+    target = tmp_path / "deep" / "out.json"
+    write_json_atomic(target, {"b": 1, "a": [1, {"d": 2, "c": 3}]})
+    text = target.read_text()
+    assert text == dump_json({"a": [1, {"c": 3, "d": 2}], "b": 1})
+    assert text.endswith("}\n") and text.index('"a"') < text.index('"b"')
+
+
+def test_atomic_writes_leave_no_temporary_files_and_ordinary_permissions(tmp_path):
+    target = tmp_path / "out.json"
+    write_json_atomic(target, {"x": 1})
+    write_json_atomic(target, {"x": 2})
+    assert json.loads(target.read_text()) == {"x": 2}
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~umask
+
+
+def test_an_explicit_mode_is_applied(tmp_path):
+    target = tmp_path / "private.json"
+    write_bytes_atomic(target, b"{}", mode=0o600)
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+
+
+def test_a_failed_write_keeps_the_old_file_and_cleans_up(tmp_path):
+    target = tmp_path / "out.json"
+    write_json_atomic(target, {"keep": True})
+    with pytest.raises(TypeError):
+        write_json_atomic(target, {"bad": object()})  # not serializable: fails before writing
+    with pytest.raises(OSError):
+        write_bytes_atomic(tmp_path / "out.json" / "child.json", b"x")  # parent is a file
+    assert json.loads(target.read_text()) == {"keep": True}
+    assert [p.name for p in tmp_path.iterdir()] == ["out.json"]
+
+
+def test_read_json_refuses_non_finite_numbers_and_names_the_file(tmp_path):
+    path = tmp_path / "in.json"
+    path.write_text('{"x": NaN}')
+    with pytest.raises(InputError, match="in.json: response is not valid JSON"):
+        read_json(path, "response")
