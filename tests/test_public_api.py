@@ -25,6 +25,9 @@ FORBIDDEN_IN_PURE = (
     "canon.metric",
     "canon.report",
     "canon.pytest_plugin",
+    "canon.gate_loading",
+    "canon.contract_files",
+    "canon.playground",
 )
 
 
