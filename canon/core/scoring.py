@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from canon.core.rubric import Question
 from canon.errors import JudgeError, UsageError
@@ -26,9 +26,13 @@ class Answer:
     rationale: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Cell:
-    """One question's outcome for one artifact."""
+class Cell(NamedTuple):
+    """One question's outcome for one artifact.
+
+    A NamedTuple rather than a frozen dataclass: a large run builds hundreds of thousands of
+    cells, and a frozen dataclass sets every field through ``object.__setattr__``, which
+    cost more than the scoring itself.
+    """
 
     question: Question
     state: CellState
