@@ -49,5 +49,5 @@ def test_a_failed_write_keeps_the_old_file_and_cleans_up(tmp_path):
 def test_read_json_refuses_non_finite_numbers_and_names_the_file(tmp_path):
     path = tmp_path / "in.json"
     path.write_text('{"x": NaN}')
-    with pytest.raises(InputError, match="in.json: response is not valid JSON"):
+    with pytest.raises(InputError, match=r"in\.json: response is not valid JSON"):
         read_json(path, "response")
