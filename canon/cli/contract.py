@@ -21,7 +21,7 @@ from canon.gates.contracts.model import Contract, Verdict
 from canon.gates.contracts.templates import TEMPLATE_NAMES, list_templates, template_text
 from canon.gates.contracts.validate import validate
 from canon.monitor import MonitorStats, monitor_directory
-from canon.store import write_text_atomic
+from canon.store import dump_json, write_text_atomic
 
 _TRACE_SUFFIXES = (".json", ".jsonl")
 
@@ -122,7 +122,7 @@ def run(
         "errors": counts["error"],
     }
     if as_json:
-        click.echo(json.dumps({"records": records, "summary": summary}, indent=2, default=str))
+        click.echo(dump_json({"records": records, "summary": summary}), nl=False)
     else:
         lines.append(
             f"{len(records)} trace(s) against {loaded.name} v{loaded.version}: "
@@ -193,7 +193,7 @@ def templates(show: str | None, as_json: bool) -> None:
             }
             for item in bundled
         ]
-        click.echo(json.dumps(rows, indent=2))
+        click.echo(dump_json(rows), nl=False)
         return
     width = max(len(item.name) for item in bundled)
     for item in bundled:
