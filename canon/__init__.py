@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from canon.core.artifact import Artifact
+    from canon.core.baseline import Baseline
+    from canon.core.compare import Comparison, gate
     from canon.core.constitution import Constitution, Principle
     from canon.core.rubric import Choice, Question, Rubric
     from canon.core.scoring import Answer, ArtifactResult, Cell, relevant_questions
@@ -23,15 +25,18 @@ _HOMES = {
     "Answer": "canon.core.scoring",
     "Artifact": "canon.core.artifact",
     "ArtifactResult": "canon.core.scoring",
+    "Baseline": "canon.core.baseline",
     "CanonError": "canon.errors",
     "Cell": "canon.core.scoring",
     "Choice": "canon.core.rubric",
     "CoherenceMetric": "canon.metric",
+    "Comparison": "canon.core.compare",
     "Constitution": "canon.core.constitution",
     "Principle": "canon.core.constitution",
     "Question": "canon.core.rubric",
     "Rubric": "canon.core.rubric",
     "constitution_from_file": "canon.store",
+    "gate": "canon.core.compare",
     "load_rubric": "canon.store",
     "relevant_questions": "canon.core.scoring",
     "wilson_ci": "canon.core.stats",
@@ -41,15 +46,18 @@ __all__ = [
     "Answer",
     "Artifact",
     "ArtifactResult",
+    "Baseline",
     "CanonError",
     "Cell",
     "Choice",
     "CoherenceMetric",
+    "Comparison",
     "Constitution",
     "Principle",
     "Question",
     "Rubric",
     "constitution_from_file",
+    "gate",
     "load_rubric",
     "relevant_questions",
     "wilson_ci",

@@ -75,6 +75,9 @@ def test_the_pure_core_and_gates_import_no_io_or_interface_layers():
                 # The gates parse contract YAML text; yaml is allowed there, nowhere in core.
                 if name == "yaml" and "gates" in path.parts:
                     continue
+                # Significance tests need scipy; that one module imports it inside a function.
+                if name.startswith("scipy") and path == PACKAGE / "core" / "significance.py":
+                    continue
                 offenders.append(f"{path.relative_to(PACKAGE)} imports {name}")
     assert offenders == []
 

@@ -11,12 +11,16 @@ import click
 # stays fast and never pulls in litellm or scipy.
 _COMMANDS: dict[str, str] = {
     "score": "canon.cli.score:score",
+    "accept": "canon.cli.baseline:accept",
+    "check": "canon.cli.baseline:check",
     "policy": "canon.cli.policy:policy",
     "contract": "canon.cli.contract:contract",
 }
 
 _SUMMARIES: dict[str, str] = {
     "score": "Score artifacts against the constitution and print verdicts.",
+    "accept": "Score the suite and record the run as its baseline.",
+    "check": "Score the suite and compare it with its baseline.",
     "policy": "Check structured JSON output against a policy (deterministic gate).",
     "contract": "Check OpenTelemetry traces against behavioral contracts.",
 }

@@ -1,0 +1,293 @@
+"""Baselines: an accepted run recorded per artifact key, and its plain-data form."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+
+from canon.core.rubric import Rubric
+from canon.core.scoring import ArtifactResult, CellState
+from canon.errors import BaselineError
+
+BASELINE_FORMAT = 2
+LEGACY_FORMAT = 1  # overall score and gate per artifact only; no per-question rows
+
+_STATES: frozenset[str] = frozenset({"answered", "na", "unscored"})
+_STOPPERS: frozenset[str] = frozenset({"policy", "contract"})
+_TOP_KEYS = frozenset({"format", "rubric", "judge", "constitution", "threshold", "artifacts"})
+_RECORD_KEYS = frozenset({"score", "gated", "canon", "stopped_by", "questions"})
+_LEGACY_RECORD_KEYS = frozenset({"score", "gated"})
+_QUESTION_KEYS = frozenset({"score", "confidence", "state", "subject"})
+
+
+class QuestionRecord(NamedTuple):
+    """One question's recorded outcome for one artifact.
+
+    A NamedTuple, like ``Cell``: a large baseline holds hundreds of thousands of these.
+    """
+
+    score: float | None
+    confidence: float | None
+    state: CellState
+    subject: str | None = None  # the principle text, for derived questions
+
+
+@dataclass(frozen=True, slots=True)
+class ArtifactRecord:
+    """What a baseline remembers about one artifact."""
+
+    score: float | None
+    gated: bool
+    canon: bool | None = None  # None in the legacy format, which did not record it
+    stopped_by: str | None = None  # "policy" or "contract" when a gate stopped it
+    questions: Mapping[str, QuestionRecord] | None = None  # None in the legacy format
+
+
+@dataclass(frozen=True, slots=True)
+class Baseline:
+    """An accepted run: the rubric, judge and constitution it used, and every artifact."""
+
+    format: int
+    rubric_id: str
+    rubric_version: str
+    rubric_fingerprint: str | None  # the legacy format may lack it
+    judge: str | None
+    constitution: str | None
+    threshold: float | None
+    artifacts: Mapping[str, ArtifactRecord]
+
+    @property
+    def legacy(self) -> bool:
+        """Whether this baseline predates per-question rows (Layer 1 cannot run)."""
+        return self.format == LEGACY_FORMAT
+
+
+def baseline_from_results(
+    results: Sequence[ArtifactResult],
+    *,
+    rubric: Rubric,
+    judge: str,
+    constitution: str,
+    threshold: float,
+) -> Baseline:
+    """Record a run as a baseline in the current format."""
+    artifacts: dict[str, ArtifactRecord] = {}
+    for result in results:
+        questions = {
+            cell.id: QuestionRecord(cell.score, cell.confidence, cell.state, cell.question.subject)
+            for cell in result.cells
+        }
+        artifacts[result.key] = ArtifactRecord(
+            score=result.score,
+            gated=result.gated,
+            canon=result.canon,
+            stopped_by=result.stopped_by,
+            questions=questions,
+        )
+    return Baseline(
+        format=BASELINE_FORMAT,
+        rubric_id=rubric.id,
+        rubric_version=rubric.version,
+        rubric_fingerprint=rubric.fingerprint,
+        judge=judge,
+        constitution=constitution,
+        threshold=threshold,
+        artifacts=artifacts,
+    )
+
+
+def baseline_to_data(baseline: Baseline) -> dict[str, Any]:
+    """A baseline as plain data, ready for deterministic JSON (no timestamps)."""
+    rubric: dict[str, Any] = {"id": baseline.rubric_id, "version": baseline.rubric_version}
+    if baseline.rubric_fingerprint is not None:
+        rubric["fingerprint"] = baseline.rubric_fingerprint
+    return {
+        "format": baseline.format,
+        "rubric": rubric,
+        "judge": baseline.judge,
+        "constitution": baseline.constitution,
+        "threshold": baseline.threshold,
+        "artifacts": {key: _record_data(r) for key, r in baseline.artifacts.items()},
+    }
+
+
+def _record_data(record: ArtifactRecord) -> dict[str, Any]:
+    data: dict[str, Any] = {"score": record.score, "gated": record.gated}
+    if record.questions is None:
+        return data
+    data["canon"] = record.canon
+    data["stopped_by"] = record.stopped_by
+    data["questions"] = {qid: _question_data(q) for qid, q in record.questions.items()}
+    return data
+
+
+def _question_data(question: QuestionRecord) -> dict[str, Any]:
+    data: dict[str, Any] = {
+        "score": question.score,
+        "confidence": question.confidence,
+        "state": question.state,
+    }
+    if question.subject is not None:
+        data["subject"] = question.subject
+    return data
+
+
+def baseline_from_data(data: object, *, source: str) -> Baseline:
+    """Validate parsed baseline JSON (format 1 or 2); BaselineError names what is wrong."""
+    if not isinstance(data, Mapping):
+        raise BaselineError(f"{source}: a baseline is a JSON object, got {_kind(data)}")
+    version = data.get("format")
+    if version not in (LEGACY_FORMAT, BASELINE_FORMAT) or isinstance(version, bool):
+        raise BaselineError(
+            f"{source}: unknown baseline format {version!r}; this Canon reads formats "
+            f'{LEGACY_FORMAT} and {BASELINE_FORMAT}. Run "canon accept" to record a new one'
+        )
+    legacy = version == LEGACY_FORMAT
+    unknown = sorted(str(k) for k in data if k not in _TOP_KEYS)
+    if unknown:
+        raise BaselineError(f"{source}: unknown key(s) {', '.join(map(repr, unknown))}")
+    required = ("rubric", "artifacts") if legacy else tuple(sorted(_TOP_KEYS))
+    missing = [k for k in required if k not in data]
+    if missing:
+        raise BaselineError(f"{source}: missing key(s) {', '.join(map(repr, missing))}")
+    rubric = data["rubric"]
+    if not isinstance(rubric, Mapping):
+        raise BaselineError(f"{source}: 'rubric' must be an object, got {_kind(rubric)}")
+    fingerprint = rubric.get("fingerprint")
+    if fingerprint is not None or not legacy:
+        fingerprint = _text(fingerprint, f"{source}: rubric.fingerprint")
+    threshold = data.get("threshold")
+    if threshold is not None or not legacy:
+        threshold = _fraction(threshold, f"{source}: 'threshold'")
+    records = data["artifacts"]
+    if not isinstance(records, Mapping):
+        raise BaselineError(f"{source}: 'artifacts' must be an object keyed by artifact key")
+    read = _legacy_record if legacy else _record
+    return Baseline(
+        format=LEGACY_FORMAT if legacy else BASELINE_FORMAT,
+        rubric_id=_text(rubric.get("id"), f"{source}: rubric.id"),
+        rubric_version=_text(rubric.get("version"), f"{source}: rubric.version"),
+        rubric_fingerprint=fingerprint,
+        judge=_optional_text(data.get("judge"), f"{source}: 'judge'"),
+        constitution=_optional_text(data.get("constitution"), f"{source}: 'constitution'"),
+        threshold=threshold,
+        artifacts={
+            _text(key, f"{source}: an artifact key"): read(value, f"{source}: artifact {key!r}")
+            for key, value in records.items()
+        },
+    )
+
+
+def _legacy_record(raw: object, where: str) -> ArtifactRecord:
+    fields = _fields(raw, where, _LEGACY_RECORD_KEYS, _LEGACY_RECORD_KEYS)
+    return ArtifactRecord(
+        score=_optional_fraction(fields["score"], f"{where}: score"),
+        gated=_flag(fields["gated"], f"{where}: gated"),
+    )
+
+
+def _record(raw: object, where: str) -> ArtifactRecord:
+    fields = _fields(raw, where, _RECORD_KEYS, _RECORD_KEYS)
+    stopped_by = fields["stopped_by"]
+    if stopped_by is not None and stopped_by not in _STOPPERS:
+        raise BaselineError(
+            f"{where}: stopped_by must be 'policy', 'contract' or null, got {stopped_by!r}"
+        )
+    questions = fields["questions"]
+    if not isinstance(questions, Mapping):
+        raise BaselineError(f"{where}: 'questions' must be an object, got {_kind(questions)}")
+    return ArtifactRecord(
+        score=_optional_fraction(fields["score"], f"{where}: score"),
+        gated=_flag(fields["gated"], f"{where}: gated"),
+        canon=_flag(fields["canon"], f"{where}: canon"),
+        stopped_by=stopped_by,
+        questions={
+            _text(qid, f"{where}: a question id"): _question(value, f"{where}: question {qid!r}")
+            for qid, value in questions.items()
+        },
+    )
+
+
+def _question(raw: object, where: str) -> QuestionRecord:
+    fields = _fields(raw, where, _QUESTION_KEYS, _QUESTION_KEYS - {"subject"})
+    state = fields["state"]
+    if state not in _STATES:
+        raise BaselineError(
+            f"{where}: state must be one of {', '.join(sorted(_STATES))}, got {state!r}"
+        )
+    return QuestionRecord(
+        score=_optional_fraction(fields["score"], f"{where}: score"),
+        confidence=_optional_fraction(fields["confidence"], f"{where}: confidence"),
+        state=state,
+        subject=_optional_text(fields.get("subject"), f"{where}: subject"),
+    )
+
+
+def _fields(
+    raw: object, where: str, allowed: frozenset[str], required: frozenset[str]
+) -> Mapping[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise BaselineError(f"{where}: expected an object, got {_kind(raw)}")
+    unknown = sorted(str(k) for k in raw if k not in allowed)
+    if unknown:
+        raise BaselineError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}")
+    missing = sorted(required - set(raw))
+    if missing:
+        raise BaselineError(f"{where}: missing key(s) {', '.join(map(repr, missing))}")
+    return raw
+
+
+def _fraction(value: object, where: str) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise BaselineError(f"{where} must be a number in [0, 1], got {_kind(value)}")
+    if not (math.isfinite(value) and 0.0 <= value <= 1.0):
+        raise BaselineError(f"{where} must be a number in [0, 1], got {value}")
+    return float(value)
+
+
+def _optional_fraction(value: object, where: str) -> float | None:
+    return None if value is None else _fraction(value, where)
+
+
+def _flag(value: object, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise BaselineError(f"{where} must be true or false, got {_kind(value)}")
+    return value
+
+
+def _text(value: object, where: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise BaselineError(f"{where} must be non-empty text, got {_kind(value)}")
+    return value
+
+
+def _optional_text(value: object, where: str) -> str | None:
+    return None if value is None else _text(value, where)
+
+
+def _kind(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool | int | float | str):
+        return f"{type(value).__name__} {value!r}"
+    return f"a {type(value).__name__}"
+
+
+def require_same_rubric(baseline: Baseline, rubric: Rubric, *, source: str) -> None:
+    """Refuse a baseline recorded under another rubric: two rubrics, two yardsticks."""
+    recorded = f"{baseline.rubric_id} {baseline.rubric_version}"
+    current = f"{rubric.id} {rubric.version}"
+    same_version = baseline.rubric_id == rubric.id and baseline.rubric_version == rubric.version
+    same_content = baseline.rubric_fingerprint in (None, rubric.fingerprint)
+    if same_version and same_content:
+        return
+    if same_version:
+        recorded += f" (fingerprint {baseline.rubric_fingerprint})"
+        current += f" (fingerprint {rubric.fingerprint})"
+    raise BaselineError(
+        f"{source}: the rubric changed: the baseline was recorded under rubric {recorded}, "
+        f"this Canon uses {current}; scores from two rubrics are not comparable, so run "
+        '"canon accept" again to record a new baseline'
+    )

@@ -1,0 +1,158 @@
+from __future__ import annotations
+
+import dataclasses
+import json
+
+import pytest
+
+from canon.core.baseline import (
+    BASELINE_FORMAT,
+    ArtifactRecord,
+    Baseline,
+    QuestionRecord,
+    baseline_from_data,
+    baseline_from_results,
+    baseline_to_data,
+    require_same_rubric,
+)
+from canon.core.constitution import Constitution, Principle
+from canon.core.scoring import Answer, judge_verdict, score_cell, stopped_verdict
+from canon.errors import BaselineError
+from canon.gates.outcome import GateOutcome
+from canon.store import dump_json, load_rubric
+
+RUBRIC = load_rubric()
+CONSTITUTION = Constitution("Serve customers well.", (Principle("Be honest."),))
+QUESTIONS = RUBRIC.questions_for(CONSTITUTION)
+
+
+def _result(key: str, reply: str = "yes"):
+    cells = [score_cell(q, Answer({"no" if q.kind == "gate" else reply: 1.0})) for q in QUESTIONS]
+    return judge_verdict(key, cells, 0.85)
+
+
+def _baseline(results) -> Baseline:
+    return baseline_from_results(
+        results, rubric=RUBRIC, judge="mock", constitution=CONSTITUTION.digest, threshold=0.85
+    )
+
+
+def _stopped(key: str):
+    outcome = GateOutcome(gate="policy", status="fail", reasons=("decision missing",))
+    return stopped_verdict(key, 0.85, (outcome,))
+
+
+def test_a_baseline_round_trips_through_plain_data():
+    baseline = _baseline([_result("a"), _result("b", "partly"), _stopped("c")])
+    again = baseline_from_data(json.loads(dump_json(baseline_to_data(baseline))), source="b.json")
+    assert again == baseline
+    assert again.format == BASELINE_FORMAT
+
+
+def test_the_baseline_records_every_documented_field():
+    data = baseline_to_data(_baseline([_result("a")]))
+    assert set(data) == {"format", "rubric", "judge", "constitution", "threshold", "artifacts"}
+    assert data["rubric"] == {
+        "id": "cdt",
+        "version": RUBRIC.version,
+        "fingerprint": RUBRIC.fingerprint,
+    }
+    record = data["artifacts"]["a"]
+    assert set(record) == {"score", "gated", "canon", "stopped_by", "questions"}
+    assert record["questions"]["mission"] == {"score": 1.0, "confidence": 1.0, "state": "answered"}
+    assert record["questions"]["P1"]["subject"] == "Be honest."
+
+
+def test_the_gate_that_stopped_an_artifact_is_recorded():
+    data = baseline_to_data(_baseline([_stopped("c")]))
+    assert data["artifacts"]["c"]["stopped_by"] == "policy"
+    assert data["artifacts"]["c"]["canon"] is False
+    assert data["artifacts"]["c"]["score"] is None
+
+
+def test_two_identical_runs_give_byte_identical_baselines():
+    first = dump_json(baseline_to_data(_baseline([_result("a"), _result("b", "partly")])))
+    second = dump_json(baseline_to_data(_baseline([_result("a"), _result("b", "partly")])))
+    assert first == second
+    assert first.endswith("}\n") and "timestamp" not in first
+
+
+def test_the_artifact_order_does_not_change_the_file():
+    one = dump_json(baseline_to_data(_baseline([_result("a"), _result("b", "partly")])))
+    two = dump_json(baseline_to_data(_baseline([_result("b", "partly"), _result("a")])))
+    assert one == two
+
+
+def test_a_legacy_format_1_baseline_still_loads():
+    legacy = {
+        "format": 1,
+        "rubric": {"id": "cdt", "version": "1.0.0"},
+        "artifacts": {"a": {"score": 0.9, "gated": False}},
+    }
+    baseline = baseline_from_data(legacy, source="old.json")
+    assert baseline.legacy
+    assert baseline.artifacts["a"] == ArtifactRecord(score=0.9, gated=False)
+    assert baseline.artifacts["a"].questions is None
+
+
+@pytest.mark.parametrize(
+    ("mutate", "fragment"),
+    [
+        (lambda d: d.update(format=3), "unknown baseline format 3"),
+        (lambda d: d.update(format=True), "unknown baseline format True"),
+        (lambda d: d.pop("judge"), "missing key(s) 'judge'"),
+        (lambda d: d.update(extra=1), "unknown key(s) 'extra'"),
+        (lambda d: d.update(artifacts=[]), "'artifacts' must be an object"),
+        (lambda d: d["artifacts"]["a"].update(score="high"), "score must be a number in [0, 1]"),
+        (lambda d: d["artifacts"]["a"].update(score=1.5), "score must be a number in [0, 1]"),
+        (lambda d: d["artifacts"]["a"].update(gated="no"), "gated must be true or false"),
+        (lambda d: d["artifacts"]["a"].update(stopped_by="judge"), "stopped_by must be"),
+        (lambda d: d["artifacts"]["a"].pop("questions"), "missing key(s) 'questions'"),
+        (
+            lambda d: d["artifacts"]["a"]["questions"]["G"].update(state="maybe"),
+            "state must be one of",
+        ),
+        (lambda d: d["rubric"].pop("fingerprint"), "rubric.fingerprint must be non-empty text"),
+        (lambda d: d.update(threshold=None), "'threshold' must be a number"),
+    ],
+)
+def test_a_malformed_baseline_is_a_baseline_error_naming_file_and_problem(mutate, fragment):
+    data = json.loads(dump_json(baseline_to_data(_baseline([_result("a")]))))
+    mutate(data)
+    with pytest.raises(BaselineError) as caught:
+        baseline_from_data(data, source="baselines/suite.json")
+    message = str(caught.value)
+    assert message.startswith("baselines/suite.json")
+    assert fragment in message
+
+
+def test_a_baseline_that_is_not_an_object_is_refused():
+    with pytest.raises(BaselineError, match="a baseline is a JSON object, got a list"):
+        baseline_from_data([], source="x.json")
+
+
+def test_a_baseline_under_another_rubric_version_is_refused_with_reaccept():
+    baseline = dataclasses.replace(_baseline([_result("a")]), rubric_version="0.9.0")
+    with pytest.raises(BaselineError) as caught:
+        require_same_rubric(baseline, RUBRIC, source="baselines/suite.json")
+    message = str(caught.value)
+    assert "rubric changed" in message
+    assert "cdt 0.9.0" in message and f"cdt {RUBRIC.version}" in message
+    assert '"canon accept"' in message
+
+
+def test_a_baseline_under_an_edited_rubric_of_the_same_version_is_refused():
+    baseline = dataclasses.replace(_baseline([_result("a")]), rubric_fingerprint="0" * 16)
+    with pytest.raises(BaselineError, match="fingerprint 0000000000000000"):
+        require_same_rubric(baseline, RUBRIC, source="b.json")
+
+
+def test_the_same_rubric_is_accepted():
+    require_same_rubric(_baseline([_result("a")]), RUBRIC, source="b.json")
+
+
+def test_question_records_keep_subjects_only_for_principles():
+    record = _baseline([_result("a")]).artifacts["a"]
+    assert record.questions is not None
+    assert record.questions["P1"] == QuestionRecord(1.0, 1.0, "answered", "Be honest.")
+    assert record.questions["honesty"].subject is None

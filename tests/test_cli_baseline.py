@@ -1,0 +1,283 @@
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import canon.cli.baseline as baseline_cli
+from canon.cli import main
+from canon.cli.baseline import compare_run
+from canon.core.baseline import baseline_from_results
+from canon.core.rubric import Question
+from canon.errors import JudgeUnavailableError
+from canon.judge.mock import MockJudge
+from canon.runner import ScoringPlan, score_artifacts
+from canon.store import constitution_from_file, load_rubric
+from canon.suite import read_suite
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+BASELINE = Path("baselines") / "suite.json"
+FLIP_P2 = 'refund above 200: "no"\n'  # a judge-script line that turns P2 into a violation
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A copy of the bundled example project."""
+    target = tmp_path / "project"
+    shutil.copytree(EXAMPLES, target)
+    return target
+
+
+def _canon(project: Path, *args: str):
+    cwd = os.getcwd()
+    os.chdir(project)
+    try:
+        return CliRunner().invoke(main, [*args, "--quiet"], catch_exceptions=False)
+    finally:
+        os.chdir(cwd)
+
+
+def _prepend(path: Path, text: str) -> None:
+    path.write_text(text + path.read_text(encoding="utf-8"), encoding="utf-8")
+
+
+def _one_error_line(result) -> str:
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("canon: error: "), result.stderr
+    return lines[0]
+
+
+def test_accept_writes_the_baseline_and_reaccepting_is_byte_identical(project):
+    first = _canon(project, "accept")
+    assert first.exit_code == 0, first.output
+    assert "3 artifact(s) (3 canon, 0 non-canon) -> baselines/suite.json" in first.stdout
+    written = (project / BASELINE).read_bytes()
+    data = json.loads(written)
+    assert data["format"] == 2 and data["judge"] == "mock:judge-script.yaml"
+    assert set(data["artifacts"]) == {"duplicate-charge", "large-refund", "roaming-question"}
+    again = _canon(project, "accept")
+    assert "(unchanged)" in again.stdout
+    assert (project / BASELINE).read_bytes() == written
+
+
+def test_check_after_accept_conforms(project):
+    _canon(project, "accept")
+    result = _canon(project, "check")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.rstrip().endswith("CONFORMS to the baseline")
+    assert "3 matched, 0 new" in result.stdout
+
+
+def test_check_without_a_baseline_exits_2_and_says_to_accept(project):
+    result = _canon(project, "check")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert _one_error_line(result) == (
+        "canon: error: no baseline for suite 'suite' at baselines/suite.json; run \"canon accept\""
+    )
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("{not json", "baseline is not valid JSON"),
+        ('{"format": 9}', "unknown baseline format 9"),
+        ("[]", "a baseline is a JSON object"),
+    ],
+)
+def test_an_unusable_baseline_exits_2_naming_the_file(project, text, fragment):
+    (project / "baselines").mkdir()
+    (project / BASELINE).write_text(text, encoding="utf-8")
+    result = _canon(project, "check")
+    assert result.exit_code == 2
+    line = _one_error_line(result)
+    assert "baselines/suite.json" in line and fragment in line
+
+
+def test_a_baseline_from_another_rubric_version_is_refused(project):
+    _canon(project, "accept")
+    data = json.loads((project / BASELINE).read_text())
+    data["rubric"]["version"] = "0.9.0"
+    (project / BASELINE).write_text(json.dumps(data))
+    result = _canon(project, "check")
+    assert result.exit_code == 2
+    line = _one_error_line(result)
+    assert "rubric changed" in line and '"canon accept" again' in line
+
+
+def test_a_flipped_facet_exits_1_naming_the_artifact_and_question(project):
+    _canon(project, "accept")
+    _prepend(project / "judge-script.yaml", FLIP_P2)
+    result = _canon(project, "check")
+    assert result.exit_code == 1
+    assert "duplicate-charge P2" in result.stdout
+    assert "REGRESSION (confirmed on re-ask)" in result.stdout
+    assert result.stdout.rstrip().endswith(
+        'run "canon accept" to record this run as the new baseline'
+    )
+
+
+def test_check_json_report_is_machine_readable(project):
+    _canon(project, "accept")
+    _prepend(project / "judge-script.yaml", FLIP_P2)
+    result = _canon(project, "check", "--format", "json")
+    assert result.exit_code == 1
+    document = json.loads(result.stdout)
+    assert document["status"] == "regressed" and document["exit_code"] == 1
+    assert {(f["key"], f["question"], f["status"]) for f in document["flips"]} == {
+        (key, "P2", "confirmed") for key in ("duplicate-charge", "large-refund", "roaming-question")
+    }
+    assert document["drift"]["test"] == "paired"
+    assert "minimum_detectable_drop" in document["drift"]
+
+
+def test_a_policy_stopped_artifact_fails_the_check(project):
+    _canon(project, "accept")
+    (project / "responses" / "large-refund.json").write_text('{"decision": "shrug"}')
+    result = _canon(project, "check")
+    assert result.exit_code == 1
+    assert "large-refund: policy gate failed" in result.stdout
+
+
+def test_a_removed_artifact_is_a_note_and_check_still_conforms(project):
+    _canon(project, "accept")
+    suite = project / "suite.yaml"
+    text = suite.read_text()
+    suite.write_text(text[: text.index("  - id: roaming-question")])
+    result = _canon(project, "check")
+    assert result.exit_code == 0, result.output
+    assert "not in this run: roaming-question" in result.stdout
+    assert 'run "canon accept"' in result.stdout.splitlines()[-1]
+
+
+def test_a_legacy_baseline_gates_on_the_mean_with_a_note(project):
+    (project / "baselines").mkdir()
+    legacy = {
+        "format": 1,
+        "rubric": {"id": "cdt", "version": load_rubric().version},
+        "artifacts": {
+            k: {"score": 1.0, "gated": False}
+            for k in ("duplicate-charge", "large-refund", "roaming-question")
+        },
+    }
+    (project / BASELINE).write_text(json.dumps(legacy))
+    result = _canon(project, "check")
+    assert result.exit_code == 0, result.output
+    assert "format 1" in result.stdout and "Layer 1" in result.stdout
+    _prepend(project / "judge-script.yaml", FLIP_P2)
+    regressed = _canon(project, "check")
+    assert regressed.exit_code == 1
+    assert "beyond the tolerance and beyond noise" in regressed.stdout
+    assert "flips" not in regressed.stdout
+
+
+def _with_judge(monkeypatch, script) -> MockJudge:
+    """Make the CLI use a MockJudge driven by a callable instead of the YAML script."""
+    judge = MockJudge(script)
+    original = baseline_cli.build_plan
+    monkeypatch.setattr(
+        baseline_cli,
+        "build_plan",
+        lambda config: dataclasses.replace(original(config), judge=judge),
+    )
+    return judge
+
+
+def test_a_flip_the_judge_does_not_repeat_on_reask_is_only_a_note(project, monkeypatch):
+    _canon(project, "accept")
+    asked: dict[str, int] = {}
+
+    def fickle(question: Question, text: str) -> str:
+        if question.id == "G":
+            return "no"
+        if question.id != "P2" or not text.startswith("I can see"):
+            return "n/a" if question.id == "tradeoff" else "yes"
+        asked["P2"] = asked.get("P2", 0) + 1
+        return "no" if asked["P2"] == 1 else "yes"  # wrong once, right when asked again
+
+    _with_judge(monkeypatch, fickle)
+    result = _canon(project, "check")
+    assert asked["P2"] == 2
+    assert result.exit_code == 0, result.output
+    assert "duplicate-charge P2" in result.stdout and "not repeated on re-ask" in result.stdout
+    assert "did not repeat it" in result.stdout
+
+
+def test_an_unreachable_judge_exits_3_for_check_and_writes_nothing_on_accept(project, monkeypatch):
+    _canon(project, "accept")
+    before = (project / BASELINE).read_bytes()
+
+    def down(question: Question, text: str) -> str:
+        if question.id == "mission":
+            raise JudgeUnavailableError("rate limited after 3 retries")
+        return {"G": "no", "tradeoff": "n/a"}.get(question.id, "yes")
+
+    _with_judge(monkeypatch, down)
+    checked = _canon(project, "check")
+    assert checked.exit_code == 3, checked.output
+    assert "INCOMPLETE" in checked.stdout
+    accepted = _canon(project, "accept")
+    assert accepted.exit_code == 3
+    assert "baseline was not written" in _one_error_line(accepted)
+    assert (project / BASELINE).read_bytes() == before
+
+
+def test_compare_run_confirms_a_flip_the_judge_repeats():
+    constitution = constitution_from_file(EXAMPLES / "constitution.yaml")
+    artifacts = read_suite(EXAMPLES / "suite.yaml")[2:]  # no gates in this plan: text only
+    calls = {"count": 0}
+
+    def honest_then_not(question: Question, text: str) -> str:
+        if question.id == "G":
+            return "no"
+        if question.id == "P3":
+            calls["count"] += 1
+            return "yes" if calls["count"] == 1 else "no"  # fine at accept, broken after
+        return "yes"
+
+    plan = ScoringPlan(constitution, load_rubric(), MockJudge(honest_then_not), 0.5)
+    first = asyncio.run(score_artifacts(plan, artifacts))
+    baseline = baseline_from_results(
+        first, rubric=plan.rubric, judge="mock", constitution=constitution.digest, threshold=0.5
+    )
+    second = asyncio.run(score_artifacts(plan, artifacts))
+    comparison = asyncio.run(compare_run(plan, artifacts, second, baseline, 0.02))
+    assert calls["count"] == 3  # accept, check, and the confirming re-ask
+    (flip,) = comparison.flips
+    assert (flip.question, flip.status) == ("P3", "confirmed")
+    assert comparison.status == "regressed"
+
+
+def test_help_lists_accept_and_check():
+    result = CliRunner().invoke(main, ["--help"])
+    assert "accept" in result.output and "check" in result.output
+
+
+def _process(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "canon.cli", *args, "--quiet"],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_accept_then_check_as_real_processes_catches_a_flipped_facet(project):
+    accepted = _process(project, "accept")
+    assert accepted.returncode == 0, accepted.stderr
+    passed = _process(project, "check")
+    assert passed.returncode == 0, passed.stdout + passed.stderr
+    _prepend(project / "judge-script.yaml", FLIP_P2)
+    failed = _process(project, "check")
+    assert failed.returncode == 1, failed.stderr
+    assert "large-refund P2" in failed.stdout
+    assert "Hand any refund above 200 EUR" in failed.stdout
+    assert "Traceback" not in failed.stderr
