@@ -50,7 +50,8 @@ def paired_drop_test(
         )
     variance = statistics.variance(diffs)
     if variance <= ZERO_VARIANCE:
-        detail = f"every score moved by exactly {-drop:+.3f} (zero variance, n = {n})"
+        # "+ 0.0" turns a negative zero into zero, so an unchanged run reads "+0.000".
+        detail = f"every score moved by exactly {-drop + 0.0:+.3f} (zero variance, n = {n})"
         return _constant("paired", n, drop, detail)
     stats = _scipy_stats()
     result = stats.ttest_rel(before, after, alternative="greater")
