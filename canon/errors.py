@@ -6,7 +6,8 @@ single line on stderr and its ``exit_code``.
     CanonError                      exit 2 unless said otherwise
     ├── UsageError                  a command was called wrongly
     ├── ConfigError                 canon.yaml / pyproject [tool.canon] is unusable
-    │   └── RubricOverrideError     someone tried to supply their own rubric
+    │   ├── RubricOverrideError     someone tried to supply their own rubric
+    │   └── JudgeSetupError         the model judge cannot be set up (canon.judge.litellm_judge)
     ├── ConstitutionError           constitution file or value is malformed
     ├── RubricError                 the packaged rubric data is malformed
     ├── InputError                  an artifact, suite, trace or JSON input is unusable

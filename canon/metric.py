@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from pathlib import Path
 
 from canon.core.artifact import as_artifact
 from canon.core.constitution import Constitution
@@ -11,6 +12,7 @@ from canon.core.scoring import ArtifactResult, check_threshold, failure_message
 from canon.errors import UsageError
 from canon.gate_loading import ContractSpec, PolicySpec, contract_gate, policy_gate
 from canon.judge.base import Judge
+from canon.judge.factory import judge_from_spec
 from canon.judge.sync import run_sync
 from canon.runner import ArtifactGate, ScoringPlan, score_artifact
 from canon.store import load_rubric
@@ -30,7 +32,7 @@ class CoherenceMetric:
         self,
         *,
         constitution: Constitution,
-        judge: Judge,
+        judge: Judge | str,
         threshold: float = 0.85,
         policy: PolicySpec = None,
         contract: ContractSpec = None,
@@ -44,10 +46,12 @@ class CoherenceMetric:
                 "constitution must be a canon.Constitution (use constitution_from_file), "
                 f"got a {type(constitution).__name__}"
             )
-        if isinstance(judge, str) or not isinstance(judge, Judge):
+        if isinstance(judge, str):
+            judge = judge_from_spec(judge, base_dir=Path.cwd())
+        elif not isinstance(judge, Judge):
             raise UsageError(
-                f"judge must be a Judge object (e.g. MockJudge), got {judge!r}; "
-                "model-string judges are not available in this version"
+                "judge must be a provider:model string (e.g. 'openai:gpt-4o') or a Judge "
+                f"object (e.g. MockJudge), got {judge!r}"
             )
         self._plan = ScoringPlan(
             constitution=constitution,

@@ -78,10 +78,9 @@ def test_progress_lines_go_to_stderr(project):
         (
             (
                 "canon.yaml",
-                "judge_model: openai:gpt-4o\nconstitution_path: constitution.yaml\n"
-                "suite: suite.yaml\n",
+                "judge_model: gpt-4o\nconstitution_path: constitution.yaml\nsuite: suite.yaml\n",
             ),
-            "not available in this version",
+            "not of the form provider:model",
         ),
         (
             (
@@ -146,3 +145,22 @@ def test_a_real_process_turns_bad_config_into_exit_2(project):
     assert completed.returncode == 2
     assert "Traceback" not in completed.stderr
     assert "'threshold' must be a number in [0, 1]" in completed.stderr
+
+
+def test_a_model_judge_that_cannot_be_reached_exits_3_not_1(project, monkeypatch):
+    import socket
+
+    with socket.socket() as probe:  # a port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        closed_port = probe.getsockname()[1]
+    monkeypatch.setenv("OPENAI_BASE_URL", f"http://127.0.0.1:{closed_port}/v1")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    (project / "canon.yaml").write_text(
+        "judge_model: openai:gpt-4o\nconstitution_path: constitution.yaml\nsuite: suite.yaml\n"
+    )
+    result = _run(project, "--quiet", "--format", "json")
+    assert result.exit_code == 3, result.output
+    document = json.loads(result.stdout)
+    assert document["summary"]["canon"] == 0
+    assert document["summary"]["unscored_questions"] == 30
+    assert "Traceback" not in result.stderr

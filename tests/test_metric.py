@@ -5,7 +5,13 @@ import asyncio
 import pytest
 
 from canon import Artifact, CoherenceMetric
-from canon.errors import InputError, JudgeScriptError, JudgeUnavailableError, UsageError
+from canon.errors import (
+    ConfigError,
+    InputError,
+    JudgeScriptError,
+    JudgeUnavailableError,
+    UsageError,
+)
 from canon.judge.mock import MockJudge
 
 ARTIFACT = "Two charges of 19.99 EUR; Section 4.2 applies, so I refunded the second."
@@ -95,7 +101,8 @@ def test_artifact_values_carry_a_stable_key(constitution):
     [
         ({"threshold": 1.5}, UsageError),
         ({"threshold": "high"}, UsageError),
-        ({"judge": "openai:gpt-4o"}, UsageError),
+        ({"judge": 42}, UsageError),
+        ({"judge": "gpt-4o"}, ConfigError),
         ({"constitution": {"mission": "x"}}, UsageError),
     ],
 )
@@ -113,3 +120,8 @@ def test_unusable_artifacts_are_refused(constitution, artifact):
     )
     with pytest.raises(InputError):
         metric.score(artifact)
+
+
+def test_a_provider_model_string_becomes_a_model_judge_without_calling_it(constitution):
+    metric = CoherenceMetric(constitution=constitution, judge="openai:gpt-4o")
+    assert metric._plan.judge.name == "openai/gpt-4o"

@@ -68,7 +68,16 @@ def score(
         sys.stdout.write(dump_json(results_document(results, plan)))
     else:
         click.echo(render_results(results), nl=False)
-    sys.exit(exit_code(results))
+    code = exit_code(results)
+    if code == 3:
+        unscored = [c for r in results for c in r.unscored]
+        click.echo(
+            f"canon: error: the judge was unavailable: {len(unscored)} question(s) unscored "
+            f"(first: {unscored[0].id}: {unscored[0].error}); "
+            'run "canon score" again when the judge is reachable',
+            err=True,
+        )
+    sys.exit(code)
 
 
 def exit_code(results: Sequence[ArtifactResult]) -> int:

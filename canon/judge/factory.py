@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -11,27 +12,43 @@ from canon.judge.mock import MockJudge
 from canon.store import read_yaml
 
 MOCK_PREFIX = "mock:"
+_PROVIDER = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 
 
 def judge_from_spec(spec: str, *, base_dir: Path) -> Judge:
     """Build the judge a ``judge_model`` string names.
 
-    ``mock:<script.yaml>`` is a scripted MockJudge read from a YAML mapping of
-    question-substring → choice (relative to ``base_dir``); it lets demos and CI run
-    without a model.
+    ``provider:model`` and ``provider:org/model`` (or litellm's own ``provider/model``)
+    name a model judge, asked through litellm. ``mock:<script.yaml>`` is a scripted
+    MockJudge read from a YAML mapping of question-substring → choice (relative to
+    ``base_dir``); it lets demos and CI run without a model.
     """
     if spec.startswith(MOCK_PREFIX):
         return mock_judge_from_file(base_dir / spec[len(MOCK_PREFIX) :].strip())
-    provider, sep, model = spec.replace("/", ":", 1).partition(":")
-    if not sep or not provider or not model:
+    # Imported here so a mock-only run never loads the model judge's module.
+    from canon.judge.litellm_judge import LiteLLMJudge
+
+    return LiteLLMJudge(litellm_model(spec))
+
+
+def litellm_model(spec: str) -> str:
+    """Normalize ``provider:model`` / ``provider:org/model`` to litellm's ``provider/model``."""
+    text = spec.strip()
+    # The provider ends at the first ':' or '/', whichever comes first, so a model name may
+    # itself hold either (``ollama:llama3:8b``, ``together:deepseek-ai/DeepSeek-V3``).
+    cut = min((i for i in (text.find(":"), text.find("/")) if i >= 0), default=-1)
+    provider, model = (text[:cut].lower(), text[cut + 1 :]) if cut >= 0 else ("", "")
+    if (
+        not _PROVIDER.fullmatch(provider)
+        or not model
+        or model.startswith(("/", ":"))
+        or any(c.isspace() for c in model)
+    ):
         raise ConfigError(
-            f"judge_model {spec!r} is not of the form provider:model (e.g. openai:gpt-4o) "
-            "or mock:<script.yaml>"
+            f"judge_model {spec!r} is not of the form provider:model (e.g. openai:gpt-4o, "
+            "together:deepseek-ai/DeepSeek-V3) or mock:<script.yaml>"
         )
-    raise ConfigError(
-        f"judge_model {spec!r}: model-backed judges are not available in this version of "
-        "Canon yet; use a mock:<script.yaml> judge, or pass a Judge object to CoherenceMetric"
-    )
+    return f"{provider}/{model}"
 
 
 def mock_judge_from_file(path: Path) -> MockJudge:

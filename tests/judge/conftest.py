@@ -1,0 +1,77 @@
+"""Fixtures for the model-judge tests: a local fake OpenAI server and judges pointed at it."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from canon.core.artifact import Artifact
+from canon.core.constitution import Constitution
+from canon.core.rubric import Question
+from canon.judge.base import JudgeRequest
+from canon.judge.litellm_judge import LiteLLMJudge
+from canon.store import load_rubric
+
+
+def _load_fake_server() -> Any:
+    # Loaded by path: the tests directory is not a package (pytest uses importlib mode).
+    name = "canon_tests_fake_llm_server"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, Path(__file__).with_name("fake_llm_server.py")
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+fake_llm_server = _load_fake_server()
+
+
+@pytest.fixture
+def fake_llm() -> Iterator[Any]:
+    """A running fake OpenAI-compatible server on 127.0.0.1 (see fake_llm_server.py)."""
+    with fake_llm_server.running_fake_llm() as state:
+        yield state
+
+
+@pytest.fixture
+def make_judge(fake_llm: Any) -> Callable[..., LiteLLMJudge]:
+    """Build a LiteLLMJudge aimed at the fake server, with test-sized backoff."""
+
+    def build(**options: Any) -> LiteLLMJudge:
+        settings: dict[str, Any] = {
+            "api_base": fake_llm.base_url,
+            "api_key": "sk-test-not-a-real-key",
+            "backoff": 0.01,
+            "max_backoff": 0.05,
+            "timeout": 5,
+        }
+        settings.update(options)
+        return LiteLLMJudge("openai/fake-judge", **settings)
+
+    return build
+
+
+@pytest.fixture
+def questions(constitution: Constitution) -> dict[str, Question]:
+    """The rubric's questions for the example constitution, by id."""
+    return {q.id: q for q in load_rubric().questions_for(constitution)}
+
+
+@pytest.fixture
+def ask(constitution: Constitution) -> Callable[[Question, str], JudgeRequest]:
+    """Build the request a runner would send for one question about one artifact text."""
+    instructions = load_rubric().instructions
+
+    def build(question: Question, text: str = "I refunded the duplicate charge.") -> JudgeRequest:
+        return JudgeRequest(question, Artifact(text), constitution, instructions)
+
+    return build

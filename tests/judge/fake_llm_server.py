@@ -1,0 +1,195 @@
+"""A tiny OpenAI-compatible chat server for judge tests and the judge benchmark.
+
+It answers POST /v1/chat/completions from a script of rules, tried in order: the first rule
+whose ``match`` text occurs in the request's user message decides the reply. A rule can
+first inject faults (a 500, a 429 with Retry-After, a hang, a dropped connection, malformed
+JSON, a 401), one per request, before it starts giving its scripted replies.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+# A fault is one of: "400", "401", "403", "404", "429", "500", "503", "hang", "drop",
+# "malformed", "empty".
+HANG_SECONDS = 5.0
+
+
+@dataclass
+class Rule:
+    """Requests whose user message contains ``match`` get ``faults`` first, then ``replies``."""
+
+    match: str
+    replies: Sequence[str]  # cycled; one per sample asked
+    faults: list[str] = field(default_factory=list)
+    always: str | None = None  # a fault given to every request, forever
+    hits: int = 0
+
+
+class FakeLLM:
+    """The server's state: its rules and every request it received."""
+
+    def __init__(self) -> None:
+        self.rules: list[Rule] = []
+        self.requests: list[dict[str, Any]] = []
+        self.honour_n = True  # False: always one choice, like providers without ``n``
+        self.retry_after = "0"
+        self._lock = threading.Lock()
+        self.port = 0
+        self.connections: list[socket.socket] = []  # closed at shutdown: no keep-alive afterlife
+
+    @property
+    def base_url(self) -> str:
+        """The api_base to give an OpenAI client."""
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def script(
+        self,
+        match: str,
+        *replies: str,
+        faults: Sequence[str] = (),
+        always: str | None = None,
+    ) -> Rule:
+        """Add a rule; later rules are tried after earlier ones."""
+        rule = Rule(match, replies or ("ANSWER: yes",), list(faults), always)
+        self.rules.append(rule)
+        return rule
+
+    def decide(self, body: dict[str, Any]) -> tuple[str | None, list[str]]:
+        """The fault to inject (or None) and the reply contents for one request."""
+        user = "\n".join(
+            str(m.get("content", "")) for m in body.get("messages", []) if m.get("role") == "user"
+        )
+        with self._lock:
+            self.requests.append(body)
+            for rule in self.rules:
+                if rule.match in user:
+                    if rule.always is not None:
+                        return rule.always, []
+                    if rule.faults:
+                        return rule.faults.pop(0), []
+                    count = int(body.get("n") or 1) if self.honour_n else 1
+                    start = rule.hits
+                    rule.hits += count
+                    replies = [rule.replies[(start + i) % len(rule.replies)] for i in range(count)]
+                    return None, replies
+        return None, ["I cannot tell."]
+
+
+def _handler(state: FakeLLM) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:  # keep test output clean
+            return
+
+        def setup(self) -> None:
+            super().setup()
+            # Headers and body go out in two writes; without this, Nagle's algorithm and the
+            # client's delayed ACK add ~40 ms to every reply on a kept-alive connection.
+            self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            state.connections.append(self.connection)
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = json.loads(self.rfile.read(length) or b"{}")
+            if not self.path.endswith("/chat/completions"):
+                self._send(404, {"error": {"message": "no such route"}})
+                return
+            fault, replies = state.decide(body)
+            if fault is None:
+                self._send(200, _completion(body, replies))
+            elif fault in ("500", "503"):
+                self._send(int(fault), {"error": {"message": "server exploded", "type": "x"}})
+            elif fault == "429":
+                self._send(
+                    429,
+                    {"error": {"message": "slow down", "type": "rate_limit"}},
+                    {"Retry-After": state.retry_after},
+                )
+            elif fault in ("400", "404"):
+                self._send(int(fault), {"error": {"message": f"refused with {fault}", "type": "x"}})
+            elif fault in ("401", "403"):
+                self._send(
+                    int(fault),
+                    {"error": {"message": "Incorrect API key provided", "type": "auth"}},
+                )
+            elif fault == "hang":
+                time.sleep(HANG_SECONDS)
+                self.close_connection = True
+            elif fault == "drop":
+                self.connection.shutdown(socket.SHUT_RDWR)
+                self.close_connection = True
+            elif fault == "malformed":
+                self._send_raw(200, b'{"id": "x", "choices": [{"message": ')
+            elif fault == "empty":
+                self._send(200, _completion(body, [""]))
+            else:
+                raise ValueError(f"unknown fault {fault!r}")
+
+        def _send(
+            self, status: int, payload: object, headers: dict[str, str] | None = None
+        ) -> None:
+            self._send_raw(status, json.dumps(payload).encode("utf-8"), headers)
+
+        def _send_raw(
+            self, status: int, data: bytes, headers: dict[str, str] | None = None
+        ) -> None:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+    return Handler
+
+
+def _completion(body: dict[str, Any], replies: list[str]) -> dict[str, Any]:
+    return {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": body.get("model", "fake"),
+        "choices": [
+            {
+                "index": i,
+                "message": {"role": "assistant", "content": text},
+                "finish_reason": "stop",
+            }
+            for i, text in enumerate(replies)
+        ],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
+    }
+
+
+@contextmanager
+def running_fake_llm() -> Iterator[FakeLLM]:
+    """Serve a FakeLLM on 127.0.0.1 (a free port) for the duration of the block."""
+    state = FakeLLM()
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(state))
+    server.daemon_threads = True
+    server.block_on_close = False  # a hanging handler must not hold up the test's teardown
+    state.port = server.server_address[1]
+    thread = threading.Thread(
+        target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="fake-llm", daemon=True
+    )
+    thread.start()
+    try:
+        yield state
+    finally:
+        server.shutdown()
+        server.server_close()
+        for connection in state.connections:
+            with contextlib.suppress(OSError):  # already closed by the client or handler
+                connection.shutdown(socket.SHUT_RDWR)

@@ -1,0 +1,194 @@
+"""The model judge through real `canon` processes, and proof that nothing else loads litellm."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from canon.cli import main
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+MODEL_CONFIG = "judge_model: openai:fake-judge\nconstitution_path: constitution.yaml\n"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """The example project, with one artifact and a model judge in canon.yaml."""
+    target = tmp_path / "project"
+    shutil.copytree(EXAMPLES, target)
+    (target / "canon.yaml").write_text(MODEL_CONFIG + "suite: suite.yaml\n")
+    (target / "one.yaml").write_text(
+        "artifacts:\n  - id: refund\n    text: I refunded the duplicate 19.99 EUR charge.\n"
+    )
+    return target
+
+
+def _closed_port() -> int:
+    with socket.socket() as probe:  # free a moment ago, so nothing listens there now
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def _canon(project: Path, base_url: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "sk-test"}
+    return subprocess.run(
+        [sys.executable, "-m", "canon.cli", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_canon_score_asks_the_configured_model_through_a_real_process(project, fake_llm):
+    fake_llm.script("contradict any part", "No contradiction.\nANSWER: no")
+    fake_llm.script("surface the tradeoff", "Nothing pulls apart.\nANSWER: n/a")
+    fake_llm.script("", "ANSWER: yes")
+    completed = _canon(project, fake_llm.base_url, "score", "--quiet", "--format", "json")
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stderr == ""
+    document = json.loads(completed.stdout)
+    assert document["summary"]["canon"] == 3
+    assert document["artifacts"][0]["questions"]["tradeoff"]["state"] == "na"
+    assert len(fake_llm.requests) == 30
+    assert {body["model"] for body in fake_llm.requests} == {"fake-judge"}
+
+
+def test_score_and_accept_exit_3_when_the_model_server_is_down(project):
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    env = {**os.environ, "OPENAI_BASE_URL": url, "OPENAI_API_KEY": "sk-test"}
+    commands = {
+        "score": ["score", "--quiet", "--format", "json", "--suite", "one.yaml"],
+        "accept": ["accept", "--quiet", "--suite", "one.yaml"],
+    }
+    # Both at once: each spends most of its time importing litellm and backing off.
+    running = {
+        name: subprocess.Popen(
+            [sys.executable, "-m", "canon.cli", *args],
+            cwd=project,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for name, args in commands.items()
+    }
+    outputs = {name: process.communicate(timeout=60) for name, process in running.items()}
+
+    stdout, stderr = outputs["score"]
+    assert running["score"].returncode == 3
+    # One line that says what happened and what to do; no traceback, no litellm banners.
+    assert stderr.count("\n") == 1 and "the judge was unavailable" in stderr
+    document = json.loads(stdout)
+    assert document["summary"]["unscored_questions"] == 10
+    error = document["artifacts"][0]["questions"]["mission"]["error"]
+    assert "judge openai/fake-judge is unavailable" in error
+    assert "could not reach the provider" in error
+
+    stdout, stderr = outputs["accept"]
+    assert running["accept"].returncode == 3
+    lines = stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("canon: error: ")
+    assert "unavailable" in lines[0] and "canon accept" in lines[0]
+    assert not (project / "baselines").exists()
+
+
+def _modules_after(code: str, cwd: Path) -> dict[str, object]:
+    """Run ``code`` in a fresh interpreter; report whether litellm (or openai) got imported."""
+    script = textwrap.dedent(code) + textwrap.dedent(
+        """
+        import json, sys
+        print(json.dumps({name: name in sys.modules for name in ("litellm", "openai")}))
+        """
+    )
+    completed = subprocess.run(
+        [sys.executable, "-c", script], cwd=cwd, capture_output=True, text=True, timeout=60
+    )
+    assert completed.returncode == 0, completed.stderr
+    loaded: dict[str, object] = json.loads(completed.stdout.strip().splitlines()[-1])
+    return loaded
+
+
+def test_importing_canon_does_not_import_litellm(tmp_path):
+    assert _modules_after("import canon, canon.metric, canon.judge.factory", tmp_path) == {
+        "litellm": False,
+        "openai": False,
+    }
+
+
+def test_canon_help_does_not_import_litellm(tmp_path):
+    code = """
+    from canon.cli import main
+    try:
+        main(["--help"])
+    except SystemExit as exit:
+        assert exit.code == 0
+    """
+    assert _modules_after(code, tmp_path) == {"litellm": False, "openai": False}
+
+
+def test_a_mock_judge_run_does_not_import_litellm(tmp_path):
+    shutil.copytree(EXAMPLES, tmp_path / "demo")
+    code = """
+    from canon.cli import main
+    try:
+        main(["score", "--quiet"])
+    except SystemExit as exit:
+        assert exit.code == 0, exit.code
+    """
+    assert _modules_after(code, tmp_path / "demo") == {"litellm": False, "openai": False}
+
+
+def test_building_a_model_judge_does_not_import_litellm_until_it_is_asked(tmp_path):
+    path = str(EXAMPLES / "constitution.yaml")
+    code = f"""
+    from canon import CoherenceMetric, constitution_from_file
+    CoherenceMetric(constitution=constitution_from_file({path!r}), judge="openai:gpt-4o")
+    """
+    assert _modules_after(code, tmp_path) == {"litellm": False, "openai": False}
+
+
+def _invoke(project: Path, *args: str) -> Any:
+    cwd = os.getcwd()
+    os.chdir(project)
+    try:
+        return CliRunner().invoke(main, list(args), catch_exceptions=False)
+    finally:
+        os.chdir(cwd)
+
+
+def test_canon_score_in_process_reports_a_flaky_question_as_unscored(
+    project, fake_llm, monkeypatch
+):
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    fake_llm.script("contradict any part", "ANSWER: no")
+    fake_llm.script("serve the mission", "I would rather not say.")
+    fake_llm.script("", "ANSWER: yes")
+    result = _invoke(project, "score", "--quiet", "--suite", "one.yaml")
+    assert result.exit_code == 3, result.output
+    assert "1 of 10 questions unscored (judge failed: mission)" in result.stdout
+    assert "0 canon, 1 non-canon, 1 unscored question(s)" in result.stdout
+
+
+def test_an_unknown_provider_is_bad_config_with_one_line(project):
+    (project / "canon.yaml").write_text(
+        "judge_model: nosuchprovider:model-x\nconstitution_path: constitution.yaml\n"
+    )
+    result = _invoke(project, "score", "--quiet", "--suite", "one.yaml")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "does not recognise the provider 'nosuchprovider'" in lines[0]

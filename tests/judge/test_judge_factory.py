@@ -1,0 +1,51 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from canon.errors import ConfigError
+from canon.judge.factory import judge_from_spec, litellm_model
+from canon.judge.litellm_judge import LiteLLMJudge
+from canon.judge.mock import MockJudge
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+
+@pytest.mark.parametrize(
+    ("spec", "model"),
+    [
+        ("openai:gpt-4o", "openai/gpt-4o"),
+        (
+            "together:deepseek-ai/DeepSeek-V4-Flash-0731",
+            "together/deepseek-ai/DeepSeek-V4-Flash-0731",
+        ),
+        ("openai/gpt-4o", "openai/gpt-4o"),
+        ("ollama:llama3:8b", "ollama/llama3:8b"),
+        ("bedrock/anthropic.claude-v2:1", "bedrock/anthropic.claude-v2:1"),
+        ("  OpenAI:gpt-4o ", "openai/gpt-4o"),
+    ],
+)
+def test_provider_model_specs_normalize_to_litellm_form(spec, model):
+    assert litellm_model(spec) == model
+
+
+@pytest.mark.parametrize(
+    "spec",
+    ["gpt-4o", "openai:", ":gpt-4o", "openai:/gpt-4o", "openai:gpt 4o", "open ai:gpt-4o", ""],
+)
+def test_malformed_specs_are_config_errors_with_an_example(spec):
+    with pytest.raises(ConfigError, match=r"not of the form provider:model \(e\.g\. openai:gpt-4o"):
+        litellm_model(spec)
+
+
+def test_a_provider_spec_builds_a_litellm_judge_named_by_its_model():
+    judge = judge_from_spec("together:deepseek-ai/DeepSeek-V3", base_dir=Path("."))
+    assert isinstance(judge, LiteLLMJudge)
+    assert judge.name == "together/deepseek-ai/DeepSeek-V3"
+
+
+def test_a_mock_spec_still_builds_a_mock_judge():
+    judge = judge_from_spec("mock:judge-script.yaml", base_dir=EXAMPLES)
+    assert isinstance(judge, MockJudge)
+    assert judge.name == "mock:judge-script.yaml"
