@@ -1,13 +1,20 @@
 """The normalized execution a trace describes: the shared model of the contract gate.
 
 The OTel normalizer produces an ``Execution``; constraints and conditions read one.
+
+``Step`` is an immutable named tuple rather than a frozen dataclass: the normalizer builds
+one per span, and a frozen dataclass sets every field through ``object.__setattr__``,
+which made step construction a large share of normalization time. A step's tool
+arguments and result live in a ``StepPayload`` so the normalizer can parse them only when
+something reads ``inputs`` or ``outputs``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from operator import attrgetter
+from typing import Any, Literal, NamedTuple
 
 StepKind = Literal["tool_call", "model_call", "retrieval", "agent", "human_review", "custom"]
 StepStatus = Literal["ok", "error", "unset"]
@@ -21,21 +28,125 @@ class DataSource:
     type: str
 
 
-@dataclass(frozen=True, slots=True)
-class Step:
-    """One span of the trace, classified."""
+class StepPayload:
+    """A step's tool arguments and result; subclasses may produce them on first read."""
 
+    __slots__ = ("_pair",)
+
+    def __init__(self, inputs: Any = None, outputs: Any = None) -> None:
+        self._pair = (inputs, outputs)
+
+    def _load(self) -> tuple[Any, Any]:
+        """Produce ``(inputs, outputs)``; only lazy subclasses get here."""
+        return None, None
+
+    def pair(self) -> tuple[Any, Any]:
+        """``(inputs, outputs)``, loaded once and then kept."""
+        try:
+            return self._pair
+        except AttributeError:
+            self._pair = self._load()
+            return self._pair
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, StepPayload):
+            return NotImplemented
+        return self is other or self.pair() == other.pair()
+
+    __hash__ = None  # type: ignore[assignment]  # payloads hold dicts and lists
+
+    def __repr__(self) -> str:
+        inputs, outputs = self.pair()
+        return f"StepPayload(inputs={inputs!r}, outputs={outputs!r})"
+
+
+NO_PAYLOAD = StepPayload()
+
+
+class _StepFields(NamedTuple):
     name: str
     kind: StepKind
-    span_id: str = ""
-    parent_id: str = ""
-    start_ns: int = 0
-    end_ns: int = 0
-    status: StepStatus = "unset"
-    inputs: Any = None  # parsed tool arguments, when the trace carries them
-    outputs: Any = None  # parsed tool result, when the trace carries it
-    sources: tuple[DataSource, ...] = ()
-    attributes: Mapping[str, Any] = field(default_factory=dict)
+    span_id: str
+    parent_id: str
+    start_ns: int
+    end_ns: int
+    status: StepStatus
+    sources: tuple[DataSource, ...]
+    attributes: Mapping[str, Any]
+    payload: StepPayload
+
+
+class Step(_StepFields):
+    """One span of the trace, classified."""
+
+    __slots__ = ()
+
+    def __new__(
+        cls,
+        name: str,
+        kind: StepKind,
+        span_id: str = "",
+        parent_id: str = "",
+        start_ns: int = 0,
+        end_ns: int = 0,
+        status: StepStatus = "unset",
+        inputs: Any = None,
+        outputs: Any = None,
+        sources: tuple[DataSource, ...] = (),
+        attributes: Mapping[str, Any] | None = None,
+    ) -> Step:
+        payload = NO_PAYLOAD if inputs is None and outputs is None else StepPayload(inputs, outputs)
+        return super().__new__(
+            cls,
+            name,
+            kind,
+            span_id,
+            parent_id,
+            start_ns,
+            end_ns,
+            status,
+            sources,
+            {} if attributes is None else attributes,
+            payload,
+        )
+
+    @property
+    def inputs(self) -> Any:
+        """Parsed tool arguments, when the trace carries them."""
+        return self.payload.pair()[0]
+
+    @property
+    def outputs(self) -> Any:
+        """Parsed tool result, when the trace carries it."""
+        return self.payload.pair()[1]
+
+    def __getnewargs__(self) -> tuple[Any, ...]:
+        # copy and pickle rebuild through __new__, whose parameters are not the tuple's items
+        return (
+            self.name,
+            self.kind,
+            self.span_id,
+            self.parent_id,
+            self.start_ns,
+            self.end_ns,
+            self.status,
+            self.inputs,
+            self.outputs,
+            self.sources,
+            dict(self.attributes),
+        )
+
+    def __repr__(self) -> str:
+        return (
+            f"Step(name={self.name!r}, kind={self.kind!r}, span_id={self.span_id!r}, "
+            f"parent_id={self.parent_id!r}, start_ns={self.start_ns!r}, "
+            f"end_ns={self.end_ns!r}, status={self.status!r}, inputs={self.inputs!r}, "
+            f"outputs={self.outputs!r}, sources={self.sources!r}, "
+            f"attributes={dict(self.attributes)!r})"
+        )
+
+
+STEP_NAME = attrgetter("name")
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,4 +162,4 @@ class Execution:
 
     def step_names(self) -> tuple[str, ...]:
         """Names of every step, in execution order."""
-        return tuple(step.name for step in self.steps)
+        return tuple(map(STEP_NAME, self.steps))

@@ -10,16 +10,21 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
+from operator import attrgetter
 
 from canon.gates.contracts.citations import find_citations
-from canon.gates.contracts.execution import DataSource, Execution
+from canon.gates.contracts.execution import STEP_NAME, DataSource, Execution
 
 # Step kinds that show the agent reached outside its own parametric knowledge.
 GROUNDING_KINDS = frozenset({"tool_call", "retrieval"})
 
 
 class Facts:
-    """An execution plus the contract's source map, with the lookups constraints need."""
+    """An execution plus the contract's source map, with the lookups constraints need.
+
+    Each lookup is computed on first use, with C-level passes over the steps; when no step
+    errored (the common case) the "successful steps only" lookups reuse the plain ones.
+    """
 
     def __init__(self, execution: Execution, source_map: Mapping[str, DataSource]) -> None:
         self.execution = execution
@@ -36,15 +41,22 @@ class Facts:
         return frozenset(self.names)
 
     @cached_property
+    def any_failed(self) -> bool:
+        """True when some step ended in error."""
+        return "error" in set(map(_STATUS, self.execution.steps))
+
+    @cached_property
     def first_index(self) -> dict[str, int]:
         """Position of each name's first step, errored or not."""
         # Walking backwards lets the earliest position overwrite later ones.
         names = self.names
-        return {names[i]: i for i in range(len(names) - 1, -1, -1)}
+        return dict(zip(reversed(names), range(len(names) - 1, -1, -1), strict=True))
 
     @cached_property
     def succeeded_first_index(self) -> dict[str, int]:
         """Position of each name's first non-errored step."""
+        if not self.any_failed:
+            return self.first_index
         first: dict[str, int] = {}
         for position, step in enumerate(self.execution.steps):
             if step.status != "error" and step.name not in first:
@@ -59,13 +71,18 @@ class Facts:
     @cached_property
     def sources(self) -> frozenset[str]:
         """Source names consulted by non-errored steps: found in the trace or mapped by name."""
+        steps = self.execution.steps
+        if self.any_failed:
+            steps = tuple(step for step in steps if step.status != "error")
+            names: frozenset[str] = frozenset(map(STEP_NAME, steps))
+        else:
+            names = self.name_set
         found: set[str] = set()
-        for step in self.execution.steps:
-            if step.status == "error":
-                continue
-            if step.sources:
-                found.update(source.name for source in step.sources)
-            mapped = self.source_map.get(step.name)
+        for step_sources in filter(None, map(_SOURCES, steps)):
+            found.update(source.name for source in step_sources)
+        source_map = self.source_map
+        for name in names:
+            mapped = source_map.get(name)
             if mapped is not None:
                 found.add(mapped.name)
         return frozenset(found)
@@ -73,14 +90,20 @@ class Facts:
     @cached_property
     def grounded(self) -> bool:
         """True when some non-errored step is a tool call or a retrieval."""
-        return any(
-            step.kind in GROUNDING_KINDS and step.status != "error" for step in self.execution.steps
-        )
+        steps = self.execution.steps
+        if not self.any_failed:
+            return not GROUNDING_KINDS.isdisjoint(map(_KIND, steps))
+        return any(step.kind in GROUNDING_KINDS and step.status != "error" for step in steps)
 
     @cached_property
     def citations(self) -> tuple[str, ...]:
         """Distinct citations in the final answer."""
         return find_citations(self.execution.output_text)
+
+
+_STATUS = attrgetter("status")
+_SOURCES = attrgetter("sources")
+_KIND = attrgetter("kind")
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,11 +25,29 @@ fires wins:
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from canon.gates.contracts.execution import StepKind
 
-_MODEL_OPS = frozenset(
+# Every attribute ``classify`` looks up by name; ``hot`` must hold each one the span has.
+CLASSIFY_KEYS = frozenset(
+    {
+        "gen_ai.operation.name",
+        "gen_ai.tool.name",
+        "openinference.span.kind",
+        "tool.name",
+        "traceloop.span.kind",
+        "traceloop.entity.name",
+        "tool_name",
+        "llm.request.type",
+        "gen_ai.request.model",
+        "aws.bedrock.knowledge_base.id",
+        "gen_ai.data_source.id",
+    }
+)
+
+MODEL_OPS = frozenset(
     {
         "chat",
         "text_completion",
@@ -40,48 +58,54 @@ _MODEL_OPS = frozenset(
         "completion",
     }
 )
-_AGENT_OPS = frozenset({"invoke_agent", "create_agent"})
+AGENT_OPS = frozenset({"invoke_agent", "create_agent"})
 _RETRIEVAL_OPS = frozenset({"retrieval", "retrieve", "search"})
 _HUMAN_WORDS = ("human_review", "human_in_the_loop", "human_approval", "human_input")
 
 
-def classify(name: str, attrs: dict[str, Any]) -> tuple[StepKind, str]:
-    """Return the step kind and step name of a span with ``name`` and decoded ``attrs``."""
-    get = attrs.get
+def classify(
+    name: str, hot: Mapping[str, Any], attrs: Mapping[str, Any] | None = None
+) -> tuple[StepKind, str]:
+    """Return the step kind and step name of a span with ``name`` and decoded attributes.
+
+    ``hot`` holds (at least) the span's ``CLASSIFY_KEYS`` attributes; ``attrs`` is all of
+    them (only the rare token-usage rule walks every key), ``hot`` when not given.
+    """
+    get = hot.get
     op = get("gen_ai.operation.name")
     if op.__class__ is not str:
         op = ""  # a list or mapping here is malformed; it must not reach the set lookups
     tool = get("gen_ai.tool.name")
     if op == "execute_tool":
-        return "tool_call", _tool_name(tool, name, attrs)
-    if tool and isinstance(tool, str) and op not in _MODEL_OPS and op not in _AGENT_OPS:
+        return "tool_call", _tool_name(tool, name, hot)
+    if tool and isinstance(tool, str) and op not in MODEL_OPS and op not in AGENT_OPS:
         return "tool_call", tool
-    if op in _MODEL_OPS:
+    if op in MODEL_OPS:
         return "model_call", name
-    if op in _AGENT_OPS:
+    if op in AGENT_OPS:
         return "agent", name
     oi_kind = get("openinference.span.kind")
     if isinstance(oi_kind, str):
         oi_kind = oi_kind.upper()
         if oi_kind == "TOOL":
-            return "tool_call", _tool_name(get("tool.name"), name, attrs)
+            return "tool_call", _tool_name(get("tool.name"), name, hot)
     tl_kind = get("traceloop.span.kind")
     if tl_kind == "tool":
-        return "tool_call", _tool_name(get("traceloop.entity.name"), name, attrs)
+        return "tool_call", _tool_name(get("traceloop.entity.name"), name, hot)
     if name == "claude_code.tool":
-        return "tool_call", _tool_name(get("tool_name"), name, attrs)
+        return "tool_call", _tool_name(get("tool_name"), name, hot)
     by_name = _tool_from_span_name(name)
     if by_name:
         return "tool_call", by_name
-    if op in _AGENT_OPS or oi_kind == "AGENT" or tl_kind in ("agent", "workflow"):
+    if op in AGENT_OPS or oi_kind == "AGENT" or tl_kind in ("agent", "workflow"):
         return "agent", name
     if name in ("agent run", "claude_code.interaction") or name.startswith("agent run"):
         return "agent", name
-    if _is_model_call(name, op, oi_kind, attrs):
+    if _is_model_call(name, op, oi_kind, hot, hot if attrs is None else attrs):
         return "model_call", name
     if (
-        "aws.bedrock.knowledge_base.id" in attrs
-        or "gen_ai.data_source.id" in attrs
+        "aws.bedrock.knowledge_base.id" in hot
+        or "gen_ai.data_source.id" in hot
         or op in _RETRIEVAL_OPS
         or oi_kind == "RETRIEVER"
     ):
@@ -92,8 +116,8 @@ def classify(name: str, attrs: dict[str, Any]) -> tuple[StepKind, str]:
     return "custom", name
 
 
-def _tool_name(preferred: object, span_name: str, attrs: dict[str, Any]) -> str:
-    for candidate in (preferred, attrs.get("gen_ai.tool.name"), attrs.get("tool.name")):
+def _tool_name(preferred: object, span_name: str, hot: Mapping[str, Any]) -> str:
+    for candidate in (preferred, hot.get("gen_ai.tool.name"), hot.get("tool.name")):
         if isinstance(candidate, str) and candidate.strip():
             return candidate.strip()
     from_name = _tool_from_span_name(span_name)
@@ -115,13 +139,15 @@ def _tool_from_span_name(name: str) -> str:
     return ""
 
 
-def _is_model_call(name: str, op: str, oi_kind: object, attrs: dict[str, Any]) -> bool:
-    if op in _MODEL_OPS or oi_kind in ("LLM", "EMBEDDING"):
+def _is_model_call(
+    name: str, op: str, oi_kind: object, hot: Mapping[str, Any], attrs: Mapping[str, Any]
+) -> bool:
+    if op in MODEL_OPS or oi_kind in ("LLM", "EMBEDDING"):
         return True
-    if "llm.request.type" in attrs or name == "claude_code.llm_request":
+    if "llm.request.type" in hot or name == "claude_code.llm_request":
         return True
     if "ChatBedrock.chat" in name or name.startswith(("chat ", "call_llm")):
         return True
-    if "gen_ai.request.model" in attrs:
+    if "gen_ai.request.model" in hot:
         return any(key.startswith(("gen_ai.usage", "llm.usage")) for key in attrs)
     return False

@@ -8,7 +8,21 @@ because instrumentations run under many frameworks (kagent's ADK traces carry Op
 
 from __future__ import annotations
 
-from canon.gates.contracts.otel.spans import RawSpan
+from collections.abc import Mapping
+from typing import Any
+
+# Every attribute ``FrameworkDetector.observe`` looks at.
+DETECT_KEYS = frozenset(
+    {
+        "gen_ai.provider.name",
+        "gen_ai.system",
+        "any_agent.version",
+        "openinference.span.kind",
+        "traceloop.span.kind",
+        "llm.request.type",
+        "gen_ai.operation.name",
+    }
+)
 
 _SCOPE_HINTS = (
     ("strands", "strands"),
@@ -50,28 +64,27 @@ class FrameworkDetector:
         """True once a framework's own mark was seen."""
         return bool(self._found)
 
-    def observe(self, span: RawSpan) -> None:
-        """Look at one span for framework marks."""
-        attrs = span.attributes
+    def observe(self, name: str, scope: str, attrs: Mapping[str, Any]) -> None:
+        """Look at one span for framework marks (``attrs`` holds at least ``DETECT_KEYS``)."""
         provider = attrs.get("gen_ai.provider.name") or attrs.get("gen_ai.system")
         if isinstance(provider, str) and provider in _PROVIDER_HINTS:
             self._found = _PROVIDER_HINTS[provider]
             return
-        if "any_agent.version" in attrs or span.name.endswith("[any_agent]"):
+        if "any_agent.version" in attrs or name.endswith("[any_agent]"):
             self._found = "any_agent"
             return
-        if span.name.startswith("claude_code."):
+        if name.startswith("claude_code."):
             self._found = "claude_code"
             return
-        if span.name in ("agent run", "running tool", "running tools"):
+        if name in ("agent run", "running tool", "running tools"):
             self._found = "pydantic_ai"
             return
-        if span.scope:
-            hint = self._scopes.get(span.scope)
+        if scope:
+            hint = self._scopes.get(scope)
             if hint is None:
-                lowered = span.scope.lower()
-                hint = next((name for mark, name in _SCOPE_HINTS if mark in lowered), "")
-                self._scopes[span.scope] = hint
+                lowered = scope.lower()
+                hint = next((found for mark, found in _SCOPE_HINTS if mark in lowered), "")
+                self._scopes[scope] = hint
             if hint:
                 self._found = hint
                 return

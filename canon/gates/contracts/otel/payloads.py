@@ -16,9 +16,11 @@ LangGraph's ``{"output": <message>}``, Strands' ``[{"text": ...}]`` content bloc
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
-from canon.gates.contracts.otel.spans import RawSpan
+from canon.gates.contracts.execution import StepPayload
+from canon.gates.contracts.otel.spans import RawEvent, otlp_events
 from canon.gates.contracts.otel.values import parse_json_text
 
 _ARGUMENT_KEYS = (
@@ -44,9 +46,27 @@ _RESULT_KEYS = (
 _MAX_UNWRAP = 5
 
 
-def tool_io(span: RawSpan) -> tuple[Any, Any]:
+class LazyToolPayload(StepPayload):
+    """A tool call's arguments and result, parsed from its span on first read."""
+
+    __slots__ = ("_attrs", "_events")
+
+    def __init__(self, attrs: Mapping[str, Any], events: object) -> None:
+        # no super().__init__: leaving the pair unset is what makes StepPayload call _load
+        self._attrs = attrs
+        self._events = events  # decoded RawEvents, or the span's raw OTLP event list
+
+    def _load(self) -> tuple[Any, Any]:
+        events = self._events
+        decoded = events if events.__class__ is tuple else otlp_events(events)
+        try:
+            return tool_io(self._attrs, decoded)
+        except RecursionError:  # absurdly nested payloads: keep the step, drop the payload
+            return None, None
+
+
+def tool_io(attrs: Mapping[str, Any], events: tuple[RawEvent, ...]) -> tuple[Any, Any]:
     """Parsed ``(arguments, result)`` of a tool-call span; ``None`` where the trace has none."""
-    attrs = span.attributes
     inputs: Any = None
     outputs: Any = None
     for key in _ARGUMENT_KEYS:
@@ -57,8 +77,8 @@ def tool_io(span: RawSpan) -> tuple[Any, Any]:
         if key in attrs:
             outputs = unwrap_result(attrs[key])
             break
-    if (inputs is None or outputs is None) and span.events:
-        event_inputs, event_outputs = _from_events(span)
+    if (inputs is None or outputs is None) and events:
+        event_inputs, event_outputs = _from_events(events)
         inputs = event_inputs if inputs is None else inputs
         outputs = event_outputs if outputs is None else outputs
     return inputs, outputs
@@ -102,10 +122,10 @@ def unwrap_result(value: object, depth: int = 0) -> Any:
     return value
 
 
-def _from_events(span: RawSpan) -> tuple[Any, Any]:
+def _from_events(events: tuple[RawEvent, ...]) -> tuple[Any, Any]:
     inputs: Any = None
     outputs: Any = None
-    for event in span.events:
+    for event in events:
         attrs = event.attributes
         if event.name == "gen_ai.tool.message" and inputs is None:
             inputs = unwrap_arguments(attrs.get("content"))

@@ -10,6 +10,7 @@ or one trace object), a plain span list or ``{"spans": [...]}`` in OTLP or OTel-
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any, NamedTuple
 
 from canon.gates.contracts.execution import StepStatus
@@ -48,13 +49,38 @@ class RawSpan(NamedTuple):
     scope: str
 
 
+class OtlpRun(NamedTuple):
+    """Consecutive OTLP JSON spans of one scope, left as parsed JSON until someone reads them."""
+
+    scope: str
+    spans: list[dict[str, Any]]  # each has "spanId" and "startTimeUnixNano"
+    first_position: int
+
+
 @dataclass(frozen=True, slots=True)
 class SpanBatch:
-    """Every span of one trace file, plus what the container says about the run as a whole."""
+    """Every span of one trace file, plus what the container says about the run as a whole.
 
-    spans: list[RawSpan]
+    ``entries`` holds spans already decoded (``RawSpan``) and runs of OTLP JSON spans not yet
+    decoded (``OtlpRun``), in file order; ``spans`` decodes everything.
+    """
+
+    entries: list[RawSpan | OtlpRun]
     resource: dict[str, Any]
     final_output: object = None  # any-agent writes the run's answer next to its spans
+
+    @property
+    def spans(self) -> list[RawSpan]:
+        """Every span, decoded, in file order."""
+        out: list[RawSpan] = []
+        for entry in self.entries:
+            if isinstance(entry, OtlpRun):
+                first = entry.first_position
+                for offset, span in enumerate(entry.spans):
+                    out.append(otlp_raw_span(span, entry.scope, first + offset))
+            else:
+                out.append(entry)
+        return out
 
 
 _new_span = tuple.__new__
@@ -70,7 +96,8 @@ _EXPECTED = (
 class _Collector:
     def __init__(self, source: str) -> None:
         self.source = source
-        self.spans: list[RawSpan] = []
+        self.entries: list[RawSpan | OtlpRun] = []
+        self.count = 0
         self.resource: dict[str, Any] = {}
         self.final_output: object = None
 
@@ -135,7 +162,12 @@ class _Collector:
                     scope = scope_block.get("scope") or scope_block.get("instrumentationLibrary")
                     scope_name = scope.get("name") if isinstance(scope, dict) else None
                     spans = scope_block.get("spans")
-                    if isinstance(spans, list):
+                    if not isinstance(spans, list):
+                        continue
+                    if spans and _all_plain_otlp(spans):
+                        self.entries.append(OtlpRun(_text(scope_name), spans, self.count))
+                        self.count += len(spans)
+                    else:
                         self.generic_list(spans, _text(scope_name), None)
 
     def generic_list(self, spans: list[Any], scope: str, resource: dict[str, Any] | None) -> None:
@@ -147,29 +179,23 @@ class _Collector:
         if not isinstance(span, dict):
             return  # a stray scalar in a span list is noise, not a span
         if "spanId" in span and "startTimeUnixNano" in span:
-            # OTLP JSON, the common case: no fallbacks to look up
-            trace_id: object = span.get("traceId")
-            span_id: object = span["spanId"]
-            parent: object = span.get("parentSpanId")
-            start: object = span["startTimeUnixNano"]
-            end: object = span.get("endTimeUnixNano")
-        else:
-            trace_id, span_id, parent, start, end = _sdk_fields(span)
-            own_resource = span.get("resource")
-            if isinstance(own_resource, dict):
-                self.resource.update(decode_kv_list(own_resource.get("attributes")))
-            if not scope:
-                own_scope = span.get("instrumentation_scope") or span.get("instrumentationScope")
-                if isinstance(own_scope, dict):
-                    scope = _text(own_scope.get("name"))
+            self.add(otlp_raw_span(span, scope, self.count))
+            return
+        trace_id, span_id, parent, start, end = _sdk_fields(span)
+        own_resource = span.get("resource")
+        if isinstance(own_resource, dict):
+            self.resource.update(decode_kv_list(own_resource.get("attributes")))
+        if not scope:
+            own_scope = span.get("instrumentation_scope") or span.get("instrumentationScope")
+            if isinstance(own_scope, dict):
+                scope = _text(own_scope.get("name"))
         name = span.get("name")
         events = span.get("events")
-        # tuple.__new__ skips the NamedTuple constructor's Python-level wrapper (hot path)
-        self.spans.append(
+        self.add(
             _new_span(
                 RawSpan,
                 (
-                    len(self.spans),
+                    self.count,
                     name if isinstance(name, str) else "",
                     normalize_id(trace_id, 32),
                     normalize_id(span_id),
@@ -178,11 +204,15 @@ class _Collector:
                     to_nanos(end),
                     decode_status(span.get("status")),
                     decode_kv_list(span.get("attributes")),
-                    _otlp_events(events) if events else (),
+                    otlp_events(events) if events else (),
                     scope,
                 ),
             )
         )
+
+    def add(self, span: RawSpan) -> None:
+        self.entries.append(span)
+        self.count += 1
 
     def jaeger_trace(self, trace: dict[str, Any]) -> None:
         processes = trace.get("processes")
@@ -207,9 +237,9 @@ class _Collector:
         if tags.get("error") is True:
             status = "error"
         logs = span.get("logs")
-        self.spans.append(
+        self.add(
             RawSpan(
-                len(self.spans),
+                self.count,
                 _text(span.get("operationName")),
                 normalize_id(span.get("traceID"), 32),
                 normalize_id(span.get("spanID")),
@@ -228,13 +258,46 @@ def collect_spans(raw: object, *, source: str) -> SpanBatch:
     """Flatten a parsed trace export into raw spans; raise ``TraceError`` when there are none."""
     collector = _Collector(source)
     collector.container(raw, "top level")
-    if not collector.spans:
+    if not collector.count:
         raise TraceError(
             f"{source}: the trace holds no spans: expected at least one span in "
             f"{_EXPECTED}; got a {_type_name(raw)} with none; check that the exporter "
             "flushed before the file was written"
         )
-    return SpanBatch(collector.spans, collector.resource, collector.final_output)
+    return SpanBatch(collector.entries, collector.resource, collector.final_output)
+
+
+def otlp_raw_span(span: dict[str, Any], scope: str, position: int) -> RawSpan:
+    """Decode one OTLP JSON span (it has ``spanId`` and ``startTimeUnixNano``)."""
+    name = span.get("name")
+    events = span.get("events")
+    # tuple.__new__ skips the NamedTuple constructor's Python-level wrapper
+    return _new_span(
+        RawSpan,
+        (
+            position,
+            name if isinstance(name, str) else "",
+            normalize_id(span.get("traceId"), 32),
+            normalize_id(span["spanId"]),
+            normalize_id(span.get("parentSpanId")),
+            to_nanos(span["startTimeUnixNano"]),
+            to_nanos(span.get("endTimeUnixNano")),
+            decode_status(span.get("status")),
+            decode_kv_list(span.get("attributes")),
+            otlp_events(events) if events else (),
+            scope,
+        ),
+    )
+
+
+def _all_plain_otlp(spans: list[Any]) -> bool:
+    """True when every item is an OTLP JSON span object (checked in C, no Python loop)."""
+    try:
+        return all(map(dict.__contains__, spans, repeat("spanId"))) and all(
+            map(dict.__contains__, spans, repeat("startTimeUnixNano"))
+        )
+    except TypeError:  # an item that is not a JSON object
+        return False
 
 
 def _sdk_fields(span: dict[str, Any]) -> tuple[object, object, object, object, object]:
@@ -271,7 +334,8 @@ def _type_name(value: object) -> str:
     return "null" if value is None else names.get(type(value), type(value).__name__)
 
 
-def _otlp_events(events: object) -> tuple[RawEvent, ...]:
+def otlp_events(events: object) -> tuple[RawEvent, ...]:
+    """Decode a span's OTLP ``events`` list."""
     if not isinstance(events, list):
         return ()
     return tuple(

@@ -15,6 +15,8 @@ is only where the run's request, answer and id are looked up first: it stays a s
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import compress
+from operator import not_
 
 from canon.gates.contracts.otel.spans import RawSpan
 
@@ -30,23 +32,32 @@ def _start_key(span: RawSpan) -> tuple[int, int]:
 
 def choose_root(ordered: Sequence[RawSpan]) -> RawSpan:
     """The root span of spans already in start order (see the module docstring)."""
-    known = {span.span_id for span in ordered if span.span_id}
-    tops = [span for span in ordered if not span.parent_id or span.parent_id not in known]
+    span_ids = [span.span_id for span in ordered]
+    parent_ids = [span.parent_id for span in ordered]
+    return ordered[root_position(span_ids, parent_ids)]
+
+
+def root_position(span_ids: Sequence[str], parent_ids: Sequence[str]) -> int:
+    """Position of the root among spans in start order, given their span and parent ids."""
+    known = set(span_ids)
+    known.discard("")
+    # a span is a top when its parent id is empty or names no span in the file
+    tops = list(compress(range(len(parent_ids)), map(not_, map(known.__contains__, parent_ids))))
     if not tops:
-        return ordered[0]
+        return 0
     if len(tops) == 1:
         return tops[0]
     children: dict[str, list[str]] = {}
-    for span in ordered:
-        if span.parent_id and span.span_id:
-            children.setdefault(span.parent_id, []).append(span.span_id)
+    for span_id, parent_id in zip(span_ids, parent_ids, strict=True):
+        if parent_id and span_id:
+            children.setdefault(parent_id, []).append(span_id)
     best = tops[0]
     best_key = (-1, False)
     # tops are in start order already, so a strict ">" keeps the earliest on ties
-    for span in tops:
-        key = (_subtree_size(span.span_id, children), not span.parent_id)
+    for position in tops:
+        key = (_subtree_size(span_ids[position], children), not parent_ids[position])
         if key > best_key:
-            best, best_key = span, key
+            best, best_key = position, key
     return best
 
 

@@ -40,6 +40,13 @@ def decode_any_value(value: object) -> Any:
     return None
 
 
+def decode_value(value: object) -> Any:
+    """Decode one attribute's value exactly as ``decode_kv_list`` does (``stringValue`` first)."""
+    if isinstance(value, dict) and "stringValue" in value:
+        return value["stringValue"]
+    return decode_any_value(value)
+
+
 def decode_kv_list(items: object) -> dict[str, Any]:
     """Decode OTLP attributes: a list of ``{"key", "value"}`` items, or a plain mapping."""
     if isinstance(items, dict):
@@ -147,7 +154,8 @@ def normalize_id(raw: object, width: int = 16) -> str:
 
 def to_nanos(raw: object) -> int:
     """Read a timestamp as Unix nanoseconds: numbers of any unit, digit strings, ISO 8601."""
-    if raw.__class__ is str and raw.isdigit():  # fast path: OTLP nanoseconds as a string
+    # fast path: OTLP nanoseconds as a string ("²" is a digit to isdigit, not to int)
+    if raw.__class__ is str and raw.isascii() and raw.isdigit():
         number = int(raw)
         return number if number >= 100_000_000_000_000_000 else _scale(number)
     if isinstance(raw, bool):
@@ -156,7 +164,7 @@ def to_nanos(raw: object) -> int:
         text = raw.strip()
         if not text:
             return 0
-        if text.isdigit():
+        if text.isascii() and text.isdigit():
             return _scale(int(text))
         try:
             return _scale(float(text))
