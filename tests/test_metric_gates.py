@@ -113,7 +113,9 @@ def test_a_contract_warning_becomes_a_note(constitution, tmp_path):
     assert result.notes[0].startswith("contract gate warning:")
 
 
-def test_score_cli_runs_the_configured_gates(tmp_path, monkeypatch):
+@pytest.fixture
+def gated_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The example project with a policy, a contract and a three-artifact suite; cwd is it."""
     project = tmp_path / "p"
     shutil.copytree(REPO / "examples", project)
     (project / "policy.json").write_text(json.dumps(POLICY))
@@ -127,8 +129,13 @@ def test_score_cli_runs_the_configured_gates(tmp_path, monkeypatch):
     (project / "canon.yaml").write_text(
         "judge_model: mock:judge-script.yaml\nconstitution_path: constitution.yaml\n"
         "suite: suite.yaml\npolicy: policy.json\ncontract: claims-processing-v1\n"
+        "baselines_dir: baselines\n"
     )
     monkeypatch.chdir(project)
+    return project
+
+
+def test_score_cli_runs_the_configured_gates(gated_project):
     result = CliRunner().invoke(main, ["score", "--format", "json", "--quiet"])
     assert result.exit_code == 1, result.output
     records = {a["key"]: a for a in json.loads(result.stdout)["artifacts"]}
@@ -136,3 +143,13 @@ def test_score_cli_runs_the_configured_gates(tmp_path, monkeypatch):
     assert records["blocked"]["stopped_by"] == "policy"
     assert records["bad-process"]["stopped_by"] == "contract"
     assert records["bad-process"]["questions"] == {}  # no judge call was spent on it
+
+
+def test_the_baseline_records_which_gate_stopped_an_artifact(gated_project):
+    result = CliRunner().invoke(main, ["accept", "--quiet"])
+    assert result.exit_code == 0, result.output
+    recorded = json.loads((gated_project / "baselines" / "suite.json").read_text())["artifacts"]
+    assert recorded["ok"]["stopped_by"] is None
+    assert recorded["blocked"]["stopped_by"] == "policy"
+    assert recorded["bad-process"]["stopped_by"] == "contract"
+    assert recorded["blocked"]["questions"] == {}  # no judge call was spent on it
