@@ -6,7 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from canon.cli.score import build_plan
+from canon.cli.run import build_plan
 from canon.config import load_config
 from canon.core.baseline import baseline_from_results, baseline_to_data
 from canon.judge.sync import run_sync

@@ -12,8 +12,15 @@ from typing import Any
 import click
 
 from canon.cli.common import config_option, reports_errors
-from canon.cli.score import build_plan
-from canon.config import Config, load_config, load_env_files
+from canon.cli.run import (
+    build_plan,
+    format_option,
+    load_run,
+    quiet_option,
+    score_with_progress,
+    suite_option,
+)
+from canon.config import Config
 from canon.core.artifact import Artifact
 from canon.core.baseline import (
     Baseline,
@@ -41,17 +48,8 @@ from canon.errors import (
 )
 from canon.judge.base import JudgeRequest
 from canon.judge.sync import run_sync
-from canon.runner import DEFAULT_CONCURRENCY, ScoringPlan, score_artifacts
+from canon.runner import DEFAULT_CONCURRENCY, ScoringPlan
 from canon.store import dump_json, read_json, write_json_atomic
-from canon.suite import read_suite
-
-suite_option = click.option(
-    "--suite",
-    "suite_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Suite file to score (default: the config's 'suite').",
-)
-quiet_option = click.option("--quiet", is_flag=True, help="Print no progress lines on stderr.")
 
 
 @click.command()
@@ -65,8 +63,9 @@ def accept(config_path: Path | None, suite_path: Path | None, quiet: bool) -> No
     Exit codes: 0 recorded, 2 bad input or config, 3 the judge was unavailable
     (nothing is written then).
     """
-    config, plan, suite, artifacts = _prepare(config_path, suite_path)
-    results = _score(config, plan, artifacts, quiet)
+    config, suite, artifacts = load_run(config_path, suite_path)
+    plan = build_plan(config)
+    results = score_with_progress(config, plan, artifacts, quiet)
     unanswered = [(r.key, c) for r in results for c in r.unscored]
     if unanswered:
         key, cell = unanswered[0]
@@ -103,14 +102,7 @@ def accept(config_path: Path | None, suite_path: Path | None, quiet: bool) -> No
 @click.command()
 @config_option
 @suite_option
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="How to print the report.",
-)
+@format_option
 @quiet_option
 @reports_errors
 def check(
@@ -121,11 +113,12 @@ def check(
     Exit codes: 0 conforms, 1 a regression or non-canon artifact, 2 bad input, config or
     baseline, 3 the judge was unavailable.
     """
-    config, plan, suite, artifacts = _prepare(config_path, suite_path)
+    config, suite, artifacts = load_run(config_path, suite_path)
+    plan = build_plan(config)
     path = baseline_path(config, suite)
     baseline = read_baseline(path, suite_name=suite.stem)
     require_same_rubric(baseline, plan.rubric, source=shown(path))
-    results = _score(config, plan, artifacts, quiet)
+    results = score_with_progress(config, plan, artifacts, quiet)
     comparison = run_sync(
         compare_run(plan, artifacts, results, baseline, config.tolerance, config.concurrency)
     )
@@ -139,31 +132,6 @@ def check(
         report = render_check(comparison, baseline, suite=suite.stem, path=shown(path))
         click.echo(report, nl=False)
     sys.exit(exit_code_for(comparison))
-
-
-def _prepare(
-    config_path: Path | None, suite_path: Path | None
-) -> tuple[Config, ScoringPlan, Path, tuple[Artifact, ...]]:
-    config = load_config(config_path)
-    load_env_files(config.source.parent if config.source else config.base_dir)
-    plan = build_plan(config)
-    suite = suite_path or config.suite
-    if suite is None:
-        raise ConfigError("no suite to score: pass --suite FILE or set 'suite' in canon.yaml")
-    return config, plan, suite, read_suite(suite)
-
-
-def _score(
-    config: Config, plan: ScoringPlan, artifacts: Sequence[Artifact], quiet: bool
-) -> tuple[ArtifactResult, ...]:
-    def progress(done: int, total: int, result: ArtifactResult) -> None:
-        if not quiet:
-            verdict = "canon" if result.canon else "NON-CANON"
-            click.echo(f"[{done}/{total}] {result.key} {verdict}", err=True)
-
-    return run_sync(
-        score_artifacts(plan, artifacts, concurrency=config.concurrency, on_result=progress)
-    )
 
 
 def baseline_path(config: Config, suite: Path) -> Path:

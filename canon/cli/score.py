@@ -9,36 +9,25 @@ from pathlib import Path
 import click
 
 from canon.cli.common import config_option, reports_errors
-from canon.config import Config, load_config, load_env_files
+from canon.cli.run import (
+    build_plan,
+    format_option,
+    load_run,
+    quiet_option,
+    score_with_progress,
+    suite_option,
+)
 from canon.core.scoring import ArtifactResult
-from canon.errors import ConfigError
-from canon.gate_loading import contract_gate, policy_gate
-from canon.judge.factory import judge_from_spec
-from canon.judge.sync import run_sync
 from canon.report.json_report import results_document
 from canon.report.text import render_results
-from canon.runner import ArtifactGate, ScoringPlan, score_artifacts
-from canon.store import constitution_from_file, dump_json, load_rubric
-from canon.suite import read_suite
+from canon.store import dump_json
 
 
 @click.command()
 @config_option
-@click.option(
-    "--suite",
-    "suite_path",
-    type=click.Path(path_type=Path, dir_okay=False),
-    help="Suite file to score (default: the config's 'suite').",
-)
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="How to print the results.",
-)
-@click.option("--quiet", is_flag=True, help="Print no progress lines on stderr.")
+@suite_option
+@format_option
+@quiet_option
 @reports_errors
 def score(
     config_path: Path | None, suite_path: Path | None, output_format: str, quiet: bool
@@ -48,22 +37,9 @@ def score(
     Exit codes: 0 all canon, 1 a non-canon artifact, 2 bad input or config,
     3 the judge was unavailable.
     """
-    config = load_config(config_path)
-    load_env_files(config.source.parent if config.source else config.base_dir)
+    config, _, artifacts = load_run(config_path, suite_path)
     plan = build_plan(config)
-    suite = suite_path or config.suite
-    if suite is None:
-        raise ConfigError("no suite to score: pass --suite FILE or set 'suite' in canon.yaml")
-    artifacts = read_suite(suite)
-
-    def progress(done: int, total: int, result: ArtifactResult) -> None:
-        if not quiet:
-            verdict = "canon" if result.canon else "NON-CANON"
-            click.echo(f"[{done}/{total}] {result.key} {verdict}", err=True)
-
-    results = run_sync(
-        score_artifacts(plan, artifacts, concurrency=config.concurrency, on_result=progress)
-    )
+    results = score_with_progress(config, plan, artifacts, quiet)
     if output_format == "json":
         sys.stdout.write(dump_json(results_document(results, plan)))
     else:
@@ -91,33 +67,3 @@ def _fails_on_evidence(result: ArtifactResult) -> bool:
     # Unscored questions alone do not make a regression: CI may retry a flaky judge.
     below = result.score is not None and result.score < result.threshold
     return bool(result.stopped_by) or result.gated or below
-
-
-def build_plan(config: Config) -> ScoringPlan:
-    """The scoring plan a config describes."""
-    if config.constitution_path is None:
-        raise ConfigError(
-            f"{config.source or 'no canon.yaml found'}: set 'constitution_path' to your "
-            "constitution YAML"
-        )
-    if config.judge_model is None:
-        raise ConfigError(
-            f"{config.source or 'no canon.yaml found'}: set 'judge_model' "
-            "(provider:model, or mock:<script.yaml>)"
-        )
-    return ScoringPlan(
-        constitution=constitution_from_file(config.constitution_path),
-        rubric=load_rubric(),
-        judge=judge_from_spec(config.judge_model, base_dir=config.base_dir),
-        threshold=config.threshold,
-        gates=_config_gates(config),
-    )
-
-
-def _config_gates(config: Config) -> tuple[ArtifactGate, ...]:
-    gates: list[ArtifactGate] = []
-    if config.policy is not None:
-        gates.append(policy_gate(config.policy))
-    if config.contract is not None:
-        gates.append(contract_gate(config.contract))
-    return tuple(gates)
