@@ -9,6 +9,10 @@ judge is *unavailable* (exit 3, so CI can retry). Auth errors and unknown models
 unavailable at once: repeating the call cannot help. A reply that is malformed or names no
 choice is retried too, then becomes a JudgeError for that question — an unscored cell,
 never a pass.
+
+With ``constrain_answers`` the request also carries a llama.cpp GBNF grammar that admits
+only ``ANSWER: <label>``, so even a tiny local model replies in the format Canon reads.
+Only servers that accept a ``grammar`` field (llama.cpp's) support it; others refuse it.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from canon.core.prompt import parse_reply, render_prompt
+from canon.core.prompt import ANSWER_TAG, parse_reply, render_prompt
 from canon.core.rubric import Question
 from canon.core.scoring import Answer
 from canon.errors import ConfigError, JudgeError, JudgeUnavailableError, UsageError
@@ -97,6 +101,7 @@ class LiteLLMJudge:
         max_tokens: int | None = None,
         backoff: float = 0.5,
         max_backoff: float = 20.0,
+        constrain_answers: bool = False,
     ) -> None:
         if not isinstance(model, str) or "/" not in model.strip("/"):
             raise UsageError(f"LiteLLMJudge model must look like provider/model, got {model!r}")
@@ -116,6 +121,7 @@ class LiteLLMJudge:
         self.max_tokens = max_tokens
         self.backoff = float(backoff)
         self.max_backoff = float(max_backoff)
+        self.constrain_answers = bool(constrain_answers)
         self._checked_provider = False
         # Set when a question just used up its attempts on a transient failure; until a call
         # succeeds again, other questions try once instead of waiting out the full backoff,
@@ -142,13 +148,14 @@ class LiteLLMJudge:
         messages = render_prompt(
             question, request.artifact.text, request.constitution, request.instructions
         ).as_messages()
+        extra_body = {"grammar": answer_grammar(question)} if self.constrain_answers else None
         failure = _Failure("transient", "no attempt was made")
         budget = 1 if self._outage else self.max_attempts
         attempt = 0
         while attempt < budget:
             attempt += 1
             try:
-                replies = await self._sample(litellm, messages)
+                replies = await self._sample(litellm, messages, extra_body)
             except Exception as exc:
                 failure = self._classify(litellm, exc)
             else:
@@ -169,14 +176,22 @@ class LiteLLMJudge:
             )
         raise JudgeError(f"judge {self.model}, {attempts}: {failure.detail}")
 
-    async def _sample(self, litellm: Any, messages: list[dict[str, str]]) -> list[str]:
+    async def _sample(
+        self, litellm: Any, messages: list[dict[str, str]], extra_body: dict[str, str] | None
+    ) -> list[str]:
         """``samples`` replies: one request asking for n, topped up if the provider gave fewer."""
-        replies = await self._complete(litellm, messages, self.samples)
+        replies = await self._complete(litellm, messages, self.samples, extra_body)
         while len(replies) < self.samples:  # the provider ignored ``n``
-            replies.extend(await self._complete(litellm, messages, 1))
+            replies.extend(await self._complete(litellm, messages, 1, extra_body))
         return replies[: self.samples]
 
-    async def _complete(self, litellm: Any, messages: list[dict[str, str]], n: int) -> list[str]:
+    async def _complete(
+        self,
+        litellm: Any,
+        messages: list[dict[str, str]],
+        n: int,
+        extra_body: dict[str, str] | None,
+    ) -> list[str]:
         options: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
@@ -193,6 +208,8 @@ class LiteLLMJudge:
             options["api_key"] = self.api_key
         if self.max_tokens is not None:
             options["max_tokens"] = self.max_tokens
+        if extra_body is not None:
+            options["extra_body"] = extra_body
         # A backstop in case a provider ignores ``timeout`` (e.g. a stalled stream).
         async with asyncio.timeout(self.timeout + 1.0):
             response = await litellm.acompletion(**options)
@@ -246,6 +263,14 @@ class LiteLLMJudge:
         if retry_after is not None:
             delay = max(delay, retry_after)
         return min(delay, self.max_backoff)
+
+
+def answer_grammar(question: Question) -> str:
+    """A llama.cpp GBNF grammar whose only sentences are ``ANSWER: <one of the labels>``."""
+    # A JSON string literal is also a valid GBNF one for any printable label (quotes and
+    # backslashes escaped the same way), so json.dumps does the quoting.
+    labels = " | ".join(json.dumps(choice.label, ensure_ascii=False) for choice in question.choices)
+    return f'root ::= "{ANSWER_TAG}: " ({labels})'
 
 
 def _tally(question: Question, replies: list[str], samples: int) -> Answer | _Failure:

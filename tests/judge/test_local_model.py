@@ -1,0 +1,193 @@
+"""LiteLLMJudge and `canon score` against a real model: SmolLM2-135M served by llama.cpp.
+
+A 135M model is a poor judge, so these tests check the plumbing, not its verdicts: every
+question ends as a label it offers or as an unscored cell with a reason, never a crash and
+never a pass on a reply Canon cannot read. With answers constrained by a grammar, every
+question must get a label. The server is started once per session (see local_model_server).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from canon.core.rubric import Choice, Question
+from canon.core.scoring import Answer
+from canon.errors import JudgeError, JudgeUnavailableError
+from canon.judge.base import JudgeRequest
+from canon.judge.litellm_judge import LiteLLMJudge, answer_grammar
+
+
+def _load_server_module() -> Any:
+    # Loaded by path: the tests directory is not a package (pytest uses importlib mode).
+    name = "canon_tests_local_model_server"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(
+            name, Path(__file__).with_name("local_model_server.py")
+        )
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+local_model_server = _load_server_module()
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+ARTIFACT = (
+    "I can see two charges of 19.99 EUR on 3 March. Section 4.2 of the billing handbook "
+    "covers duplicate charges, so I have refunded the second one."
+)
+FEW = ("mission", "G", "P1")  # both label sets: yes/partly/no/n/a and yes/no
+
+
+def _skip_without_model() -> None:
+    reason = local_model_server.missing_reason()
+    if reason is not None:
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="session")
+def local_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """SmolLM2 with free output, for the session."""
+    _skip_without_model()
+    log = tmp_path_factory.mktemp("local-model") / "server.log"
+    with local_model_server.running_local_model(log) as model:
+        yield model
+
+
+@pytest.fixture(scope="session")
+def yes_no_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """SmolLM2 whose every reply is 'ANSWER: yes' or 'ANSWER: no' (labels all questions offer).
+
+    ``canon score`` builds its judge from canon.yaml, which has no way to ask for constrained
+    answers, so the server applies the constraint itself.
+    """
+    _skip_without_model()
+    log = tmp_path_factory.mktemp("yes-no-model") / "server.log"
+    grammar = 'root ::= "ANSWER: " ("yes" | "no")'
+    with local_model_server.running_local_model(log, grammar=grammar) as model:
+        yield model
+
+
+def _judge(model: Any, **options: Any) -> LiteLLMJudge:
+    settings: dict[str, Any] = {
+        "api_base": model.base_url,
+        "api_key": "none",
+        "timeout": 60,
+        "max_attempts": 1,  # temperature 0: a retry would get the same reply
+        "max_tokens": 32,
+    }
+    settings.update(options)
+    return LiteLLMJudge(model.model, **settings)
+
+
+def _ask_all(
+    judge: LiteLLMJudge, requests: list[JudgeRequest]
+) -> dict[str, Answer | BaseException]:
+    async def ask() -> list[Answer | BaseException]:
+        # One at a time, as the server has one slot; gather would only queue them there.
+        results: list[Answer | BaseException] = []
+        for request in requests:
+            try:
+                results.append(await judge.answer(request))
+            except JudgeError as exc:
+                results.append(exc)
+        return results
+
+    return {r.question.id: out for r, out in zip(requests, asyncio.run(ask()), strict=True)}
+
+
+def _labels(question: Question) -> set[str]:
+    return {choice.label for choice in question.choices}
+
+
+@pytest.fixture
+def requests(questions: dict[str, Question], ask: Any) -> list[JudgeRequest]:
+    """A few rubric questions about one short artifact."""
+    return [ask(questions[qid], ARTIFACT) for qid in FEW]
+
+
+def test_the_answer_grammar_admits_only_the_answer_line_with_the_questions_labels(questions):
+    assert answer_grammar(questions["G"]) == 'root ::= "ANSWER: " ("yes" | "no")'
+    choices = (Choice('say "hi"', 1.0), Choice("back\\slash", 0.0))
+    quoted = Question("q", "facet", "Which?", choices)
+    assert answer_grammar(quoted) == r'root ::= "ANSWER: " ("say \"hi\"" | "back\\slash")'
+
+
+def test_a_constrained_judge_sends_the_grammar_and_an_unconstrained_one_does_not(
+    make_judge, fake_llm, questions, ask
+):
+    fake_llm.script("", "ANSWER: no")
+    request = ask(questions["G"], ARTIFACT)
+    for judge in (make_judge(constrain_answers=True), make_judge()):
+        assert asyncio.run(judge.answer(request)).distribution == {"no": 1.0}
+    constrained, free = fake_llm.requests
+    assert constrained["grammar"] == answer_grammar(questions["G"])
+    assert "grammar" not in free
+
+
+@pytest.mark.slow
+def test_the_local_model_answers_with_an_offered_label_or_leaves_the_cell_unscored(
+    local_model, requests
+):
+    results = _ask_all(_judge(local_model), requests)
+    for request in requests:
+        result = results[request.question.id]
+        if isinstance(result, Answer):
+            assert set(result.distribution) <= _labels(request.question)
+            assert sum(result.distribution.values()) == pytest.approx(1.0)
+        else:
+            # A reason naming the question, never an outage: the server did answer.
+            assert not isinstance(result, JudgeUnavailableError), result
+            assert f"question {request.question.id}" in str(result)
+
+
+@pytest.mark.slow
+def test_with_constrained_answers_the_local_model_labels_every_question(local_model, requests):
+    results = _ask_all(_judge(local_model, constrain_answers=True), requests)
+    for request in requests:
+        answer = results[request.question.id]
+        assert isinstance(answer, Answer), answer
+        ((label, mass),) = answer.distribution.items()
+        assert label in _labels(request.question) and mass == 1.0
+
+
+@pytest.mark.slow
+def test_canon_score_reaches_a_verdict_with_the_local_model_in_a_real_process(
+    yes_no_model, tmp_path
+):
+    project = tmp_path / "project"
+    shutil.copytree(EXAMPLES, project)
+    (project / "canon.yaml").write_text(
+        "judge_model: openai:smollm2\nconstitution_path: constitution.yaml\n"
+        "suite: one.yaml\nconcurrency: 1\n"
+    )
+    (project / "one.yaml").write_text(f"artifacts:\n  - id: refund\n    text: {ARTIFACT}\n")
+    env = {**os.environ, "OPENAI_BASE_URL": yes_no_model.base_url, "OPENAI_API_KEY": "none"}
+    completed = subprocess.run(
+        [sys.executable, "-m", "canon.cli", "score", "--quiet", "--format", "json"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert completed.returncode in (0, 1), completed.stderr
+    document = json.loads(completed.stdout)
+    (artifact,) = document["artifacts"]
+    assert len(artifact["questions"]) == 10
+    for qid, cell in artifact["questions"].items():
+        assert cell.get("error") is None, (qid, cell)
+        assert cell["state"] != "unscored", (qid, cell)
+    assert document["summary"]["unscored_questions"] == 0
