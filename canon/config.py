@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import tomllib
 from collections.abc import Mapping, MutableMapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +21,19 @@ DEFAULT_BASELINES_DIR = "canon/baselines"
 DEFAULT_CONCURRENCY = 8
 
 _PATH_KEYS = ("constitution_path", "baselines_dir", "suite", "policy")
+# Settings passed through to the model judge (canon.judge.litellm_judge.LiteLLMJudge).
+JUDGE_OPTIONS = {
+    "samples": int,
+    "temperature": float,
+    "timeout": float,
+    "max_attempts": int,
+    "max_tokens": int,
+    "constrain_answers": bool,
+}
 _KNOWN_KEYS = frozenset(
     {
         "judge_model",
+        "judge_options",
         "threshold",
         "tolerance",
         "constitution_path",
@@ -43,6 +53,7 @@ class Config:
     source: Path | None  # the file the settings came from; None when defaults apply
     base_dir: Path  # what relative paths were resolved against
     judge_model: str | None = None
+    judge_options: Mapping[str, Any] = field(default_factory=dict)
     threshold: float = DEFAULT_THRESHOLD
     tolerance: float = DEFAULT_TOLERANCE
     constitution_path: Path | None = None
@@ -124,6 +135,8 @@ def config_from_mapping(data: Mapping[str, Any], *, source: Path, base_dir: Path
             values[key] = base_dir / _text(data, key, source)
     if data.get("judge_model") is not None:
         values["judge_model"] = _text(data, "judge_model", source)
+    if data.get("judge_options") is not None:
+        values["judge_options"] = _judge_options(data["judge_options"], source)
     if data.get("contract") is not None:
         contract = _text(data, "contract", source)
         # A name without a path separator or YAML suffix is a bundled template.
@@ -139,6 +152,32 @@ def config_from_mapping(data: Mapping[str, Any], *, source: Path, base_dir: Path
         values["concurrency"] = concurrency
     values.setdefault("baselines_dir", base_dir / DEFAULT_BASELINES_DIR)
     return Config(source=source, base_dir=base_dir, **values)
+
+
+def _judge_options(raw: object, source: Path) -> dict[str, Any]:
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{source}: 'judge_options' must be a mapping, got {raw!r}")
+    options: dict[str, Any] = {}
+    for key, value in raw.items():
+        kind = JUDGE_OPTIONS.get(str(key))
+        if kind is None:
+            raise ConfigError(
+                f"{source}: unknown judge option {key!r}; known options are "
+                f"{', '.join(sorted(JUDGE_OPTIONS))}"
+            )
+        fits = (
+            isinstance(value, bool)
+            if kind is bool
+            else (
+                not isinstance(value, bool)
+                and isinstance(value, int if kind is int else int | float)
+            )
+        )
+        if not fits:
+            wanted = {bool: "true or false", int: "a whole number", float: "a number"}[kind]
+            raise ConfigError(f"{source}: judge option {key!r} must be {wanted}, got {value!r}")
+        options[str(key)] = value
+    return options
 
 
 def _text(data: Mapping[str, Any], key: str, source: Path) -> str:

@@ -74,7 +74,11 @@ def canon_metric(canon_config: Config, canon_constitution: Constitution) -> Cohe
     try:
         return CoherenceMetric(
             constitution=canon_constitution,
-            judge=judge_from_spec(canon_config.judge_model, base_dir=canon_config.base_dir),
+            judge=judge_from_spec(
+                canon_config.judge_model,
+                base_dir=canon_config.base_dir,
+                options=canon_config.judge_options,
+            ),
             threshold=canon_config.threshold,
             policy=canon_config.policy,
             contract=canon_config.contract,

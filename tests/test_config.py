@@ -102,3 +102,32 @@ def test_env_for_another_app_env_is_not_read(write, tmp_path):
     environ: dict[str, str] = {}
     load_env_files(tmp_path, environ)
     assert environ == {}
+
+
+def test_judge_options_are_read_and_type_checked(write, tmp_path):
+    write(
+        "canon.yaml", "judge_options:\n  samples: 5\n  temperature: 1\n  constrain_answers: true\n"
+    )
+    assert load_config(cwd=tmp_path).judge_options == {
+        "samples": 5,
+        "temperature": 1,
+        "constrain_answers": True,
+    }
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("judge_options: fast\n", "'judge_options' must be a mapping"),
+        ("judge_options: {sample: 3}\n", "unknown judge option 'sample'"),
+        ("judge_options: {samples: 2.5}\n", "judge option 'samples' must be a whole number"),
+        ("judge_options: {samples: true}\n", "judge option 'samples' must be a whole number"),
+        ("judge_options: {timeout: fast}\n", "judge option 'timeout' must be a number"),
+        ("judge_options: {constrain_answers: 1}\n", "'constrain_answers' must be true or false"),
+    ],
+)
+def test_bad_judge_options_are_config_errors(write, tmp_path, text, fragment):
+    write("canon.yaml", text)
+    with pytest.raises(ConfigError) as info:
+        load_config(cwd=tmp_path)
+    assert fragment in str(info.value)

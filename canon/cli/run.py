@@ -57,7 +57,9 @@ def build_plan(config: Config) -> ScoringPlan:
     return ScoringPlan(
         constitution=constitution_from_file(config.constitution_path),
         rubric=load_rubric(),
-        judge=judge_from_spec(config.judge_model, base_dir=config.base_dir),
+        judge=judge_from_spec(
+            config.judge_model, base_dir=config.base_dir, options=config.judge_options
+        ),
         threshold=config.threshold,
         gates=_config_gates(config),
     )

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
-from canon.errors import ConfigError
+from canon.errors import ConfigError, UsageError
 from canon.judge.base import Judge
 from canon.judge.mock import MockJudge
 from canon.store import read_yaml
@@ -15,20 +16,31 @@ MOCK_PREFIX = "mock:"
 _PROVIDER = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 
 
-def judge_from_spec(spec: str, *, base_dir: Path) -> Judge:
+def judge_from_spec(
+    spec: str, *, base_dir: Path, options: Mapping[str, Any] | None = None
+) -> Judge:
     """Build the judge a ``judge_model`` string names.
 
     ``provider:model`` and ``provider:org/model`` (or litellm's own ``provider/model``)
     name a model judge, asked through litellm. ``mock:<script.yaml>`` is a scripted
     MockJudge read from a YAML mapping of question-substring → choice (relative to
-    ``base_dir``); it lets demos and CI run without a model.
+    ``base_dir``); it lets demos and CI run without a model. ``options`` (the config's
+    ``judge_options``) go to the model judge: samples, temperature, timeout, ...
     """
     if spec.startswith(MOCK_PREFIX):
+        if options:
+            raise ConfigError(
+                f"judge_options ({', '.join(sorted(options))}) apply to model judges only, "
+                f"not to {spec!r}"
+            )
         return mock_judge_from_file(base_dir / spec[len(MOCK_PREFIX) :].strip())
     # Imported here so a mock-only run never loads the model judge's module.
     from canon.judge.litellm_judge import LiteLLMJudge
 
-    return LiteLLMJudge(litellm_model(spec))
+    try:
+        return LiteLLMJudge(litellm_model(spec), **dict(options or {}))
+    except UsageError as exc:
+        raise ConfigError(f"judge_options: {exc}") from None
 
 
 def litellm_model(spec: str) -> str:

@@ -49,3 +49,21 @@ def test_a_mock_spec_still_builds_a_mock_judge():
     judge = judge_from_spec("mock:judge-script.yaml", base_dir=EXAMPLES)
     assert isinstance(judge, MockJudge)
     assert judge.name == "mock:judge-script.yaml"
+
+
+def test_judge_options_reach_the_model_judge():
+    options = {"samples": 3, "temperature": 0.7, "constrain_answers": True, "max_attempts": 2}
+    judge = judge_from_spec("openai:gpt-4o", base_dir=EXAMPLES, options=options)
+    assert isinstance(judge, LiteLLMJudge)
+    assert (judge.samples, judge.temperature, judge.max_attempts) == (3, 0.7, 2)
+    assert judge.constrain_answers is True
+
+
+def test_judge_options_out_of_range_are_config_errors():
+    with pytest.raises(ConfigError, match=r"judge_options: .*samples"):
+        judge_from_spec("openai:gpt-4o", base_dir=EXAMPLES, options={"samples": 0})
+
+
+def test_judge_options_on_a_scripted_judge_are_refused():
+    with pytest.raises(ConfigError, match="apply to model judges only"):
+        judge_from_spec("mock:judge-script.yaml", base_dir=EXAMPLES, options={"samples": 2})

@@ -66,20 +66,6 @@ def local_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
         yield model
 
 
-@pytest.fixture(scope="session")
-def yes_no_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """SmolLM2 whose every reply is 'ANSWER: yes' or 'ANSWER: no' (labels all questions offer).
-
-    ``canon score`` builds its judge from canon.yaml, which has no way to ask for constrained
-    answers, so the server applies the constraint itself.
-    """
-    _skip_without_model()
-    log = tmp_path_factory.mktemp("yes-no-model") / "server.log"
-    grammar = 'root ::= "ANSWER: " ("yes" | "no")'
-    with local_model_server.running_local_model(log, grammar=grammar) as model:
-        yield model
-
-
 def _judge(model: Any, **options: Any) -> LiteLLMJudge:
     settings: dict[str, Any] = {
         "api_base": model.base_url,
@@ -165,16 +151,18 @@ def test_with_constrained_answers_the_local_model_labels_every_question(local_mo
 
 @pytest.mark.slow
 def test_canon_score_reaches_a_verdict_with_the_local_model_in_a_real_process(
-    yes_no_model, tmp_path
+    local_model, tmp_path
 ):
     project = tmp_path / "project"
     shutil.copytree(EXAMPLES, project)
     (project / "canon.yaml").write_text(
         "judge_model: openai:smollm2\nconstitution_path: constitution.yaml\n"
         "suite: one.yaml\nconcurrency: 1\n"
+        # the 135M model needs its answers constrained to use the ANSWER format at all
+        "judge_options: {constrain_answers: true, max_tokens: 32, max_attempts: 1, timeout: 60}\n"
     )
     (project / "one.yaml").write_text(f"artifacts:\n  - id: refund\n    text: {ARTIFACT}\n")
-    env = {**os.environ, "OPENAI_BASE_URL": yes_no_model.base_url, "OPENAI_API_KEY": "none"}
+    env = {**os.environ, "OPENAI_BASE_URL": local_model.base_url, "OPENAI_API_KEY": "none"}
     completed = subprocess.run(
         [sys.executable, "-m", "canon.cli", "score", "--quiet", "--format", "json"],
         cwd=project,
