@@ -6,7 +6,7 @@ are where the file system is touched.
 
 from __future__ import annotations
 
-import os
+import itertools
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -18,7 +18,7 @@ from canon.gates.contracts.execution import DataSource, Execution
 from canon.gates.contracts.loader import load_contract, parse_source_map, parse_yaml
 from canon.gates.contracts.model import Contract
 from canon.gates.contracts.templates import TEMPLATE_NAMES, load_template
-from canon.store import dump_json, read_text, write_text_atomic
+from canon.store import dump_json, read_text, write_new_file
 
 
 def load_contract_file(name_or_path: str) -> Contract:
@@ -56,16 +56,5 @@ def write_audit_record(record: AuditRecord | Mapping[str, Any], directory: Path,
     """Store a record as ``<status>_<stem>.json``, adding ``_2``, ``_3``… rather than overwrite."""
     data = record.to_dict() if isinstance(record, AuditRecord) else dict(record)
     status = data.get("verdict", {}).get("status", "error")
-    directory.mkdir(parents=True, exist_ok=True)
-    counter = 1
-    while True:
-        suffix = "" if counter == 1 else f"_{counter}"
-        target = directory / f"{status}_{stem}{suffix}.json"
-        try:
-            # Claim the name first, so two writers can never pick the same one.
-            os.close(os.open(target, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644))
-        except FileExistsError:
-            counter += 1
-            continue
-        write_text_atomic(target, dump_json(data))
-        return target
+    names = (f"{status}_{stem}{'' if n == 1 else f'_{n}'}.json" for n in itertools.count(1))
+    return write_new_file(directory, names, dump_json(data).encode("utf-8"))

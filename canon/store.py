@@ -6,6 +6,7 @@ import functools
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,33 @@ def write_bytes_atomic(path: Path, data: bytes, *, mode: int | None = None) -> N
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)
         raise
+
+
+def write_new_file(directory: Path, names: Iterable[str], data: bytes) -> Path:
+    """Write ``data`` complete under the first of ``names`` that does not exist yet.
+
+    The bytes go to a temporary file first and are then hard-linked into place, which
+    fails if the name is taken: a reader never sees a partial file, and two writers never
+    take the same name.
+    """
+    directory.mkdir(parents=True, exist_ok=True)
+    handle, temp_name = tempfile.mkstemp(prefix=".canon-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temp_name, 0o666 & ~_umask())
+        for name in names:
+            target = directory / name
+            try:
+                os.link(temp_name, target)
+            except FileExistsError:
+                continue
+            return target
+        raise FileExistsError(f"every candidate name in {directory} is taken")
+    finally:
+        Path(temp_name).unlink(missing_ok=True)
 
 
 def write_text_atomic(path: Path, text: str) -> None:

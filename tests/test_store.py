@@ -51,3 +51,24 @@ def test_read_json_refuses_non_finite_numbers_and_names_the_file(tmp_path):
     path.write_text('{"x": NaN}')
     with pytest.raises(InputError, match=r"in\.json: response is not valid JSON"):
         read_json(path, "response")
+
+
+def test_write_new_file_takes_the_first_free_name_and_never_overwrites(tmp_path):
+    from canon.store import write_new_file
+
+    names = ["a.json", "a_2.json", "a_3.json"]
+    first = write_new_file(tmp_path, names, b"one")
+    second = write_new_file(tmp_path, names, b"two")
+    assert (first.name, second.name) == ("a.json", "a_2.json")
+    assert first.read_bytes() == b"one" and second.read_bytes() == b"two"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.json", "a_2.json"]  # no temp files
+
+
+def test_write_new_file_fails_when_every_name_is_taken(tmp_path):
+    from canon.store import write_new_file
+
+    (tmp_path / "a.json").write_text("kept")
+    with pytest.raises(FileExistsError):
+        write_new_file(tmp_path, ["a.json"], b"new")
+    assert (tmp_path / "a.json").read_text() == "kept"
+    assert [p.name for p in tmp_path.iterdir()] == ["a.json"]

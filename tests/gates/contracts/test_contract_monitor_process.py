@@ -47,7 +47,8 @@ def test_monitor_process_validates_an_arrival_and_stops_cleanly_on_sigint(tmp_pa
     try:
         time.sleep(0.5)  # let it start watching before the trace arrives
         shutil.copy(ABC / "invalid_claim.json", watch / "arrival.json")
-        assert _wait_for(lambda: out.is_dir() and any(out.iterdir())), "no audit record appeared"
+        # Records appear under their final name only when complete (temp file + link).
+        assert _wait_for(lambda: any(out.glob("*.json"))), "no audit record appeared"
         process.send_signal(signal.SIGINT)
         stdout, stderr = process.communicate(timeout=20)
     finally:
@@ -56,6 +57,6 @@ def test_monitor_process_validates_an_arrival_and_stops_cleanly_on_sigint(tmp_pa
     assert process.returncode == 0, stderr
     assert "Traceback" not in stderr
     assert "validated 1 trace(s)" in stdout
-    (record_path,) = out.iterdir()
+    (record_path,) = out.iterdir()  # and no temporary file is left behind
     assert record_path.name == "fail_arrival.json"
     assert json.loads(record_path.read_text())["verdict"]["status"] == "fail"
