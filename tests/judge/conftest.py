@@ -18,13 +18,11 @@ from canon.judge.litellm_judge import LiteLLMJudge
 from canon.store import load_rubric
 
 
-def _load_fake_server() -> Any:
-    # Loaded by path: the tests directory is not a package (pytest uses importlib mode).
-    name = "canon_tests_fake_llm_server"
+def _load_sibling(filename: str) -> Any:
+    """Import a helper module next to this file by path (tests are not a package here)."""
+    name = f"canon_tests_{Path(filename).stem}"
     if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).with_name("fake_llm_server.py")
-        )
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(filename))
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[name] = module
@@ -32,7 +30,19 @@ def _load_fake_server() -> Any:
     return sys.modules[name]
 
 
-fake_llm_server = _load_fake_server()
+fake_llm_server = _load_sibling("fake_llm_server.py")
+local_model_server = _load_sibling("local_model_server.py")
+
+
+@pytest.fixture(scope="session")
+def local_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """SmolLM2-135M served by llama.cpp with free output, for the session (or a skip)."""
+    reason = local_model_server.missing_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    log = tmp_path_factory.mktemp("local-model") / "server.log"
+    with local_model_server.running_local_model(log) as model:
+        yield model
 
 
 @pytest.fixture

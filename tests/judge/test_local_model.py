@@ -3,19 +3,18 @@
 A 135M model is a poor judge, so these tests check the plumbing, not its verdicts: every
 question ends as a label it offers or as an unscored cell with a reason, never a crash and
 never a pass on a reply Canon cannot read. With answers constrained by a grammar, every
-question must get a label. The server is started once per session (see local_model_server).
+question must get a label. The server starts once per session (the local_model fixture,
+conftest.py).
 """
 
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import json
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,43 +26,12 @@ from canon.errors import JudgeError, JudgeUnavailableError
 from canon.judge.base import JudgeRequest
 from canon.judge.litellm_judge import LiteLLMJudge, answer_grammar
 
-
-def _load_server_module() -> Any:
-    # Loaded by path: the tests directory is not a package (pytest uses importlib mode).
-    name = "canon_tests_local_model_server"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).with_name("local_model_server.py")
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-local_model_server = _load_server_module()
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ARTIFACT = (
     "I can see two charges of 19.99 EUR on 3 March. Section 4.2 of the billing handbook "
     "covers duplicate charges, so I have refunded the second one."
 )
 FEW = ("mission", "G", "P1")  # both label sets: yes/partly/no/n/a and yes/no
-
-
-def _skip_without_model() -> None:
-    reason = local_model_server.missing_reason()
-    if reason is not None:
-        pytest.skip(reason)
-
-
-@pytest.fixture(scope="session")
-def local_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
-    """SmolLM2 with free output, for the session."""
-    _skip_without_model()
-    log = tmp_path_factory.mktemp("local-model") / "server.log"
-    with local_model_server.running_local_model(log) as model:
-        yield model
 
 
 def _judge(model: Any, **options: Any) -> LiteLLMJudge:
