@@ -13,8 +13,10 @@ Each side moves its loaded inputs (100 parsed traces, ~150k container objects) o
 cyclic GC with ``gc.freeze()`` before timing: otherwise every full collection rescans
 them (~90 ms each, in both processes), a cost of the harness holding every trace at once
 that a CLI run reading one file at a time does not have.
-Prints medians and bests of ``--rounds`` rounds over the 100 traces, then the wall time
-of one CLI call over the 100 files.
+Prints medians and bests of ``--rounds`` rounds over the 100 traces and the median of the
+per-round ratios (each Canon round paired with the reference round that follows it, the
+steadiest figure on a shared machine), then the wall time of one CLI call over the 100
+files.
 """
 
 from __future__ import annotations
@@ -280,7 +282,15 @@ def main() -> None:
                 print(f"  reference {_rate(reference[key])}")
                 median = statistics.median(reference[key]) / statistics.median(canon[key])
                 best = min(reference[key]) / min(canon[key])
-                print(f"  canon speed-up: {median:.1f}x on medians, {best:.1f}x on bests")
+                # each canon round next to the reference round run right after it: the
+                # machine's slow and fast spells hit both sides of a pair alike
+                paired = statistics.median(
+                    ref / own for ref, own in zip(reference[key], canon[key], strict=True)
+                )
+                print(
+                    f"  canon speed-up: {median:.1f}x on medians, {best:.1f}x on bests, "
+                    f"{paired:.1f}x median of paired rounds"
+                )
 
         cli = [
             sys.executable,

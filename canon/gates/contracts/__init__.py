@@ -22,7 +22,7 @@ from canon.gates.contracts.builders import (
 from canon.gates.contracts.citations import find_citations
 from canon.gates.contracts.dump import dump_contract
 from canon.gates.contracts.errors import ContractError
-from canon.gates.contracts.execution import DataSource, Execution, Step
+from canon.gates.contracts.execution import DataSource, Execution, Step, StepColumns
 from canon.gates.contracts.generate import generate_contract
 from canon.gates.contracts.loader import CONSTRAINT_TYPES, load_contract, parse_source_map
 from canon.gates.contracts.model import Contract, Verdict, Violation
@@ -40,6 +40,7 @@ __all__ = [
     "Execution",
     "MonitorStats",
     "Step",
+    "StepColumns",
     "TraceError",
     "Verdict",
     "Violation",

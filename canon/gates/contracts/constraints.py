@@ -81,7 +81,7 @@ class MustRetrieveFrom:
         return f"must_retrieve_from({list(self.sources)!r})"
 
     def check(self, facts: Facts) -> Finding | None:
-        missing = [source for source in self.sources if source not in facts.sources]
+        missing = [source for source in self.sources if not facts.consulted(source)]
         if not missing:
             return None
         return Finding(
@@ -114,7 +114,7 @@ class MustNotUseOnlyParametricKnowledge:
             return None
         return Finding(
             "no successful tool call or retrieval: the answer rests on parametric knowledge only",
-            {"step_types": [step.kind for step in facts.execution.steps]},
+            {"step_types": list(facts.kinds)},
         )
 
 
@@ -297,9 +297,7 @@ class MustEscalateWhen:
         succeeded = facts.succeeded_first_index
         if any(marker in succeeded for marker in self.escalation_markers):
             return None
-        if any(
-            step.kind == "human_review" and step.status != "error" for step in facts.execution.steps
-        ):
+        if "human_review" in facts.succeeded_kinds:
             return None
         return Finding(
             f"escalation required ({self.description}) but no escalation step ran",

@@ -1,6 +1,9 @@
 """The normalized execution a trace describes: the shared model of the contract gate.
 
 The OTel normalizer produces an ``Execution``; constraints and conditions read one.
+Validation mostly reads three facts per step (name, kind, status), so an execution keeps
+its steps as ``StepColumns``: those three columns up front, whole ``Step`` values built on
+first read (a trace of hundreds of spans is usually judged without building any).
 
 ``Step`` is an immutable named tuple rather than a frozen dataclass: the normalizer builds
 one per span, and a frozen dataclass sets every field through ``object.__setattr__``,
@@ -11,10 +14,10 @@ something reads ``inputs`` or ``outputs``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, Literal, NamedTuple
+from typing import Any, Literal, NamedTuple, overload
 
 StepKind = Literal["tool_call", "model_call", "retrieval", "agent", "human_review", "custom"]
 StepStatus = Literal["ok", "error", "unset"]
@@ -147,19 +150,101 @@ class Step(_StepFields):
 
 
 STEP_NAME = attrgetter("name")
+_STEP_KIND = attrgetter("kind")
+_STEP_STATUS = attrgetter("status")
+
+
+class StepColumns(Sequence[Step]):
+    """An execution's steps: name, kind and status columns, and the ``Step`` values on demand.
+
+    ``build`` returns every step, in order, agreeing with the columns; it runs at most once.
+    """
+
+    __slots__ = ("_build", "_steps", "kinds", "names", "statuses")
+    _steps: tuple[Step, ...]
+
+    def __init__(
+        self,
+        names: tuple[str, ...],
+        kinds: tuple[StepKind, ...],
+        statuses: tuple[StepStatus, ...],
+        build: Callable[[], tuple[Step, ...]],
+    ) -> None:
+        self.names = names
+        self.kinds = kinds
+        self.statuses = statuses
+        self._build = build
+
+    @classmethod
+    def of(cls, steps: Iterable[Step]) -> StepColumns:
+        """The columns of steps that already exist."""
+        built = tuple(steps)
+        return cls(
+            tuple(map(STEP_NAME, built)),
+            tuple(map(_STEP_KIND, built)),
+            tuple(map(_STEP_STATUS, built)),
+            lambda: built,
+        )
+
+    def _all(self) -> tuple[Step, ...]:
+        try:
+            return self._steps
+        except AttributeError:
+            self._steps = self._build()
+            return self._steps
+
+    @overload
+    def __getitem__(self, index: int) -> Step: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> tuple[Step, ...]: ...
+
+    def __getitem__(self, index: int | slice) -> Step | tuple[Step, ...]:
+        return self._all()[index]
+
+    def __iter__(self) -> Iterator[Step]:
+        return iter(self._all())
+
+    def __len__(self) -> int:
+        return len(self.names)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, StepColumns):
+            other = other._all()
+        if not isinstance(other, tuple | list):
+            return NotImplemented
+        return self._all() == tuple(other)
+
+    __hash__ = None  # type: ignore[assignment]  # steps hold mappings
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return StepColumns.of, (self._all(),)
+
+    def __repr__(self) -> str:
+        return f"StepColumns({list(self._all())!r})"
 
 
 @dataclass(frozen=True, slots=True)
 class Execution:
-    """Everything a contract can look at: ordered steps, request and answer text, metadata."""
+    """Everything a contract can look at: ordered steps, request and answer text, metadata.
+
+    ``steps`` may be given as any sequence of ``Step``; it is kept as ``StepColumns``.
+    """
 
     execution_id: str
-    steps: tuple[Step, ...]
+    steps: Sequence[Step]
     input_text: str | None = None
     output_text: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     framework: str = "unknown"
+    columns: StepColumns = field(init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        steps = self.steps
+        columns = steps if isinstance(steps, StepColumns) else StepColumns.of(steps)
+        object.__setattr__(self, "steps", columns)
+        object.__setattr__(self, "columns", columns)
 
     def step_names(self) -> tuple[str, ...]:
         """Names of every step, in execution order."""
-        return tuple(map(STEP_NAME, self.steps))
+        return self.columns.names

@@ -10,10 +10,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from operator import attrgetter
 
 from canon.gates.contracts.citations import find_citations
-from canon.gates.contracts.execution import STEP_NAME, DataSource, Execution
+from canon.gates.contracts.execution import DataSource, Execution, StepKind
 
 # Step kinds that show the agent reached outside its own parametric knowledge.
 GROUNDING_KINDS = frozenset({"tool_call", "retrieval"})
@@ -22,18 +21,26 @@ GROUNDING_KINDS = frozenset({"tool_call", "retrieval"})
 class Facts:
     """An execution plus the contract's source map, with the lookups constraints need.
 
-    Each lookup is computed on first use, with C-level passes over the steps; when no step
-    errored (the common case) the "successful steps only" lookups reuse the plain ones.
+    Each lookup is computed on first use from the execution's name, kind and status
+    columns; when no step errored (the common case) the "successful steps only" lookups
+    reuse the plain ones. Whole steps are read only for the sources a trace names itself,
+    and only when the source map does not already account for every required source.
     """
 
     def __init__(self, execution: Execution, source_map: Mapping[str, DataSource]) -> None:
         self.execution = execution
         self.source_map = source_map
+        self.columns = execution.columns
 
     @cached_property
     def names(self) -> tuple[str, ...]:
         """Every step name, in execution order (errored steps included)."""
-        return self.execution.step_names()
+        return self.columns.names
+
+    @cached_property
+    def kinds(self) -> tuple[StepKind, ...]:
+        """Every step kind, in execution order."""
+        return self.columns.kinds
 
     @cached_property
     def name_set(self) -> frozenset[str]:
@@ -43,7 +50,7 @@ class Facts:
     @cached_property
     def any_failed(self) -> bool:
         """True when some step ended in error."""
-        return "error" in set(map(_STATUS, self.execution.steps))
+        return "error" in self.columns.statuses
 
     @cached_property
     def first_index(self) -> dict[str, int]:
@@ -58,9 +65,10 @@ class Facts:
         if not self.any_failed:
             return self.first_index
         first: dict[str, int] = {}
-        for position, step in enumerate(self.execution.steps):
-            if step.status != "error" and step.name not in first:
-                first[step.name] = position
+        pairs = zip(self.names, self.columns.statuses, strict=True)
+        for position, (name, status) in enumerate(pairs):
+            if status != "error" and name not in first:
+                first[name] = position
         return first
 
     @cached_property
@@ -69,41 +77,42 @@ class Facts:
         return self.name_set - self.succeeded_first_index.keys()
 
     @cached_property
-    def sources(self) -> frozenset[str]:
-        """Source names consulted by non-errored steps: found in the trace or mapped by name."""
-        steps = self.execution.steps
-        if self.any_failed:
-            steps = tuple(step for step in steps if step.status != "error")
-            names: frozenset[str] = frozenset(map(STEP_NAME, steps))
-        else:
-            names = self.name_set
-        found: set[str] = set()
-        for step_sources in filter(None, map(_SOURCES, steps)):
-            found.update(source.name for source in step_sources)
+    def mapped_sources(self) -> frozenset[str]:
+        """Sources the source map assigns to the names of non-errored steps."""
         source_map = self.source_map
-        for name in names:
-            mapped = source_map.get(name)
-            if mapped is not None:
-                found.add(mapped.name)
+        found = (source_map.get(name) for name in self.succeeded_first_index)
+        return frozenset(source.name for source in found if source is not None)
+
+    @cached_property
+    def sources(self) -> frozenset[str]:
+        """Source names consulted by non-errored steps: mapped by name or named in the trace."""
+        found = set(self.mapped_sources)
+        for step in self.execution.steps:
+            if step.sources and step.status != "error":
+                found.update(source.name for source in step.sources)
         return frozenset(found)
+
+    def consulted(self, source: str) -> bool:
+        """True when a non-errored step consulted ``source`` (the source map is asked first)."""
+        return source in self.mapped_sources or source in self.sources
+
+    @cached_property
+    def succeeded_kinds(self) -> frozenset[StepKind]:
+        """The kinds of the non-errored steps."""
+        if not self.any_failed:
+            return frozenset(self.kinds)
+        pairs = zip(self.kinds, self.columns.statuses, strict=True)
+        return frozenset(kind for kind, status in pairs if status != "error")
 
     @cached_property
     def grounded(self) -> bool:
         """True when some non-errored step is a tool call or a retrieval."""
-        steps = self.execution.steps
-        if not self.any_failed:
-            return not GROUNDING_KINDS.isdisjoint(map(_KIND, steps))
-        return any(step.kind in GROUNDING_KINDS and step.status != "error" for step in steps)
+        return not GROUNDING_KINDS.isdisjoint(self.succeeded_kinds)
 
     @cached_property
     def citations(self) -> tuple[str, ...]:
         """Distinct citations in the final answer."""
         return find_citations(self.execution.output_text)
-
-
-_STATUS = attrgetter("status")
-_SOURCES = attrgetter("sources")
-_KIND = attrgetter("kind")
 
 
 @dataclass(frozen=True, slots=True)

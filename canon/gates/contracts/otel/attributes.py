@@ -4,7 +4,8 @@ A step keeps all of its span's attributes, but classification looks at a handful
 and contracts rarely look at the rest. So ``KVAttributes`` keeps the span's OTLP key/value
 list as parsed, indexes it (key -> raw ``AnyValue``) the first time it is read, and decodes a
 value each time it is read. It reads exactly like ``decode_kv_list`` of the same list:
-later duplicates win, items that are not objects or whose key is not a string are skipped.
+the first of duplicate keys wins, items that are not objects or whose key is not a string
+are skipped.
 """
 
 from __future__ import annotations
@@ -25,13 +26,14 @@ def index_kv_list(items: list[Any]) -> dict[str, Any]:
         index = dict(map(_KEY_VALUE, items))  # one C-level pass for well-formed lists
     except (TypeError, KeyError, IndexError):
         index = None
-    if index is not None and all(key.__class__ is str for key in index):
+    # a shorter index means duplicate keys, where the first (not the last) must win
+    if index is not None and len(index) == len(items) and all(k.__class__ is str for k in index):
         return index
     careful: dict[str, Any] = {}
     for item in items:
         if isinstance(item, dict):
             key = item.get("key")
-            if isinstance(key, str):
+            if isinstance(key, str) and key not in careful:
                 careful[key] = item.get("value")
     return careful
 

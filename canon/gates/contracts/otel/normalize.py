@@ -1,8 +1,9 @@
 """From parsed trace JSON to an ``Execution``: the normalizer's entry points.
 
-One pass over the spans builds every step (every span is a step, the root included, so a
-single-span trace or a partial trace loses nothing); tool arguments and results are parsed
-only for tool-call steps, and only when something reads them. The request and the answer
+Every span is a step, the root included, so a single-span trace or a partial trace loses
+nothing. One pass over the spans finds each step's name, kind and status (what validation
+reads); the whole ``Step`` values, with their attributes and tool arguments and results,
+are built only when something reads ``execution.steps``. The request and the answer
 are read from the root first, then from the other spans (request: earliest first; answer:
 container-level final output, then the latest model or agent span that has one).
 ``metadata`` = resource attributes of the whole file (later resources win), then the
@@ -10,7 +11,7 @@ caller's overlay.
 
 Plain OTLP JSON spans stay parsed JSON until a step is built from them (``steps.py``);
 only the spans the request, the answer, the run id and the framework are read from are
-ever decoded whole.
+decoded before that.
 """
 
 from __future__ import annotations
@@ -18,19 +19,20 @@ from __future__ import annotations
 import json
 from bisect import bisect_right
 from collections.abc import Callable, Mapping
+from functools import partial
 from itertools import islice
 from operator import le
 from typing import Any
 
-from canon.gates.contracts.execution import Execution, Step
+from canon.gates.contracts.execution import Execution, Step, StepColumns
 from canon.gates.contracts.otel.attributes import KVAttributes
 from canon.gates.contracts.otel.errors import TraceError
 from canon.gates.contracts.otel.frameworks import DETECT_KEYS, FrameworkDetector
 from canon.gates.contracts.otel.spans import OtlpRun, RawSpan, collect_spans, otlp_raw_span
-from canon.gates.contracts.otel.steps import otlp_steps, step_from_raw
+from canon.gates.contracts.otel.steps import otlp_columns, otlp_step, step_from_raw
 from canon.gates.contracts.otel.text import answer_text, final_output_text, request_text
 from canon.gates.contracts.otel.tree import root_position
-from canon.gates.contracts.otel.values import normalize_id
+from canon.gates.contracts.otel.values import decode_kv_list, normalize_id
 
 _ANSWER_KINDS = frozenset({"model_call", "agent"})
 
@@ -70,30 +72,15 @@ def normalize_trace(
     """Normalize a parsed trace export into an ``Execution``; ``TraceError`` if it is none."""
     batch = collect_spans(raw, source=source)
     spans = _SpanSources(batch.entries)
-    steps: list[Step] = []
-    starts: list[int] = []
-    span_ids: list[str] = []
-    parent_ids: list[str] = []
-    for entry in batch.entries:
-        if isinstance(entry, OtlpRun):
-            run_starts, run_ids, run_parents = otlp_steps(entry, steps)
-            starts += run_starts
-            span_ids += run_ids
-            parent_ids += run_parents
-        else:
-            step = step_from_raw(entry)
-            steps.append(step)
-            starts.append(step.start_ns)
-            span_ids.append(step.span_id)
-            parent_ids.append(step.parent_id)
+    table = _table(batch.entries)
+    names, kinds, statuses, span_ids, parent_ids, starts, _ = table
     if all(map(le, starts, islice(starts, 1, None))):
-        order = list(range(len(steps)))  # already in start order (checked in C)
+        order = list(range(len(starts)))  # already in start order (checked in C)
     else:
         # a stable sort on start time alone keeps file order for ties
-        order = sorted(range(len(steps)), key=starts.__getitem__)
-        steps = list(map(steps.__getitem__, order))
-        span_ids = list(map(span_ids.__getitem__, order))
-        parent_ids = list(map(parent_ids.__getitem__, order))
+        order = sorted(range(len(starts)), key=starts.__getitem__)
+        table = [list(map(column.__getitem__, order)) for column in table]
+        names, kinds, statuses, span_ids, parent_ids, starts, _ = table
     root_at = root_position(span_ids, parent_ids)
     root = spans.decoded(order[root_at])
     input_text = _safe(request_text, root)
@@ -107,21 +94,67 @@ def normalize_trace(
             input_text = None
     output_text = _safe(answer_text, root) or final_output_text(batch.final_output)
     if output_text is None:
-        for position in range(len(steps) - 1, -1, -1):
-            if steps[position].kind in _ANSWER_KINDS:
+        for position in range(len(kinds) - 1, -1, -1):
+            if kinds[position] in _ANSWER_KINDS:
                 output_text = _safe(answer_text, spans.decoded(order[position]))
                 if output_text:
                     break
     merged: dict[str, Any] = dict(batch.resource)
     if metadata:
         merged.update(metadata)
+    steps = StepColumns(tuple(names), tuple(kinds), tuple(statuses), partial(_steps, *table))
     return Execution(
-        execution_id=_execution_id(spans, order, root_at, steps),
-        steps=tuple(steps),
+        execution_id=_execution_id(spans, order, root_at, span_ids),
+        steps=steps,
         input_text=input_text,
         output_text=output_text,
         metadata=merged,
-        framework=_framework(spans, order, steps),
+        framework=_framework(spans, order),
+    )
+
+
+def _table(entries: list[RawSpan | OtlpRun]) -> list[list[Any]]:
+    """Columns of every span in file order: step name, kind, status, span id, parent id,
+    start, and the origin a whole step is built from (an OTLP span, or a ready ``Step``)."""
+    names: list[Any] = []
+    kinds: list[Any] = []
+    statuses: list[Any] = []
+    span_ids: list[Any] = []
+    parent_ids: list[Any] = []
+    starts: list[Any] = []
+    origins: list[Any] = []
+    for entry in entries:
+        if isinstance(entry, OtlpRun):
+            run = otlp_columns(entry)
+            names += run.names
+            kinds += run.kinds
+            statuses += run.statuses
+            span_ids += run.span_ids
+            parent_ids += run.parent_ids
+            starts += run.starts
+            origins += entry.spans
+        else:
+            step = step_from_raw(entry)
+            names.append(step.name)
+            kinds.append(step.kind)
+            statuses.append(step.status)
+            span_ids.append(step.span_id)
+            parent_ids.append(step.parent_id)
+            starts.append(step.start_ns)
+            origins.append(step)
+    return [names, kinds, statuses, span_ids, parent_ids, starts, origins]
+
+
+def _steps(*table: list[Any]) -> tuple[Step, ...]:
+    """Every whole step, from the columns of ``_table`` (in execution order)."""
+    names, kinds, statuses, span_ids, parent_ids, starts, origins = table
+    return tuple(
+        origin
+        if isinstance(origin, Step)
+        else otlp_step(origin, name, kind, span_id, parent_id, start, status)
+        for name, kind, status, span_id, parent_id, start, origin in zip(
+            names, kinds, statuses, span_ids, parent_ids, starts, origins, strict=True
+        )
     )
 
 
@@ -152,14 +185,21 @@ class _SpanSources:
             return otlp_raw_span(run.spans[offset], run.scope, position)
         return self._decoded[position]
 
-    def name_scope(self, position: int) -> tuple[str, str]:
-        """The raw span name and the scope name of the span at file ``position``."""
+    def framework_marks(self, position: int) -> tuple[str, str, Mapping[str, Any]]:
+        """Raw span name, scope name and (at least) the ``DETECT_KEYS`` attributes of a span."""
         run, offset = self._locate(position)
         if run is None:
-            span = self.decoded(position)
-            return span.name, span.scope
-        name = run.spans[offset].get("name")
-        return (name if isinstance(name, str) else ""), run.scope
+            span = self._decoded[position]
+            return span.name, span.scope, span.attributes
+        span_json = run.spans[offset]
+        name = span_json.get("name")
+        items = span_json.get("attributes")
+        attrs = (
+            KVAttributes(items).subset(DETECT_KEYS)
+            if items.__class__ is list
+            else decode_kv_list(items)
+        )
+        return (name if isinstance(name, str) else ""), run.scope, attrs
 
     def trace_id(self, position: int) -> str:
         """The trace id of the span at file ``position``."""
@@ -169,14 +209,10 @@ class _SpanSources:
         return normalize_id(run.spans[offset].get("traceId"), 32)
 
 
-def _framework(spans: _SpanSources, order: list[int], steps: list[Step]) -> str:
+def _framework(spans: _SpanSources, order: list[int]) -> str:
     detector = FrameworkDetector()
-    for position, step in enumerate(steps):
-        name, scope = spans.name_scope(order[position])
-        attrs = step.attributes
-        if isinstance(attrs, KVAttributes):
-            attrs = attrs.subset(DETECT_KEYS)
-        detector.observe(name, scope, attrs)
+    for original in order:
+        detector.observe(*spans.framework_marks(original))
         if detector.done:
             break
     return detector.result()
@@ -189,7 +225,7 @@ def _safe(read: Callable[[RawSpan], str | None], span: RawSpan) -> str | None:
         return None
 
 
-def _execution_id(spans: _SpanSources, order: list[int], root_at: int, steps: list[Step]) -> str:
+def _execution_id(spans: _SpanSources, order: list[int], root_at: int, span_ids: list[str]) -> str:
     trace_id = spans.trace_id(order[root_at])
     if trace_id:
         return trace_id
@@ -197,4 +233,4 @@ def _execution_id(spans: _SpanSources, order: list[int], root_at: int, steps: li
         trace_id = spans.trace_id(original)
         if trace_id:
             return trace_id
-    return steps[root_at].span_id or "unknown"
+    return span_ids[root_at] or "unknown"

@@ -1,13 +1,19 @@
-"""From one span to one ``Step``: the normalizer's per-span work, kept to what a verdict needs.
+"""From spans to steps: the normalizer's per-span work, kept to what a verdict needs.
 
-Two roads give the same step. ``step_from_raw`` classifies a span that is already decoded
-(Jaeger, OTel-SDK shapes, odd OTLP). ``otlp_steps`` reads a run of plain OTLP JSON spans
-straight from the parsed JSON: ids, times and status are decoded a column at a time,
-attributes stay the parsed key/value list until read (``KVAttributes``), tool arguments and
-results are parsed only when read (``LazyToolPayload``), and the common GenAI-semconv spans
-(a chat, agent or ``execute_tool`` operation and nothing that could change the outcome) are
-classified from two attribute values, without decoding the rest. Both roads are checked
-against each other on the corpus and on random spans (``test_otel_lazy_reading.py``).
+Two roads give the same steps. ``step_from_raw`` classifies a span that is already decoded
+(Jaeger, OTel-SDK shapes, odd OTLP) and builds its ``Step`` at once. ``otlp_columns`` reads
+a run of plain OTLP JSON spans straight from the parsed JSON and returns only the columns
+validation reads (step names, kinds, statuses) and those that order the spans and pick the
+root (ids, start times); ``otlp_step`` builds a whole ``Step`` later, if someone asks.
+
+Most spans of an instrumented agent carry a GenAI ``gen_ai.operation.name`` that settles
+their kind on its own (a chat, an agent, or ``execute_tool`` with its ``gen_ai.tool.name``);
+those are classified from those one or two attributes, found by probing the list rather
+than decoding it. Every other span takes the general road: the attributes ``classify``
+looks at are decoded (where they sit is worked out once per attribute layout) and the full
+rules run. Of duplicate attribute keys the first wins, on every road, as in the
+OpenTelemetry Collector's own attribute maps. Both roads are checked against the eager
+decoder on the corpus and on random spans (``test_otel_lazy_reading.py``).
 """
 
 from __future__ import annotations
@@ -15,12 +21,13 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from itertools import repeat
 from operator import itemgetter
-from typing import Any
+from typing import Any, NamedTuple
 
 from canon.gates.contracts.execution import (
     NO_PAYLOAD,
     DataSource,
     Step,
+    StepKind,
     StepPayload,
     StepStatus,
 )
@@ -37,12 +44,18 @@ from canon.gates.contracts.otel.values import (
 )
 
 UNNAMED = "(unnamed span)"
-_STEP_KEYS = CLASSIFY_KEYS | {"gen_ai.tool.status"}
-# Attributes that, when present, send a span down the general road: they can change the
-# kind, the status or the sources of a span the quick road would otherwise settle.
-_QUICK_BLOCKERS = frozenset(
-    {"gen_ai.tool.status", "aws.bedrock.knowledge_base.id", "gen_ai.data_source.id"}
-)
+_OPERATION = "gen_ai.operation.name"
+_TOOL = "gen_ai.tool.name"
+_TOOL_STATUS = "gen_ai.tool.status"
+_KNOWLEDGE_BASE = "aws.bedrock.knowledge_base.id"
+_DATA_SOURCE = "gen_ai.data_source.id"
+_STEP_KEYS = CLASSIFY_KEYS | {_TOOL_STATUS}
+# The operations that settle a span's kind whatever else it carries (classify's first rules).
+_KIND_OF_OPERATION: dict[str, StepKind] = {
+    **dict.fromkeys(MODEL_OPS, "model_call"),
+    **dict.fromkeys(AGENT_OPS, "agent"),
+    "execute_tool": "tool_call",
+}
 _ZERO_IDS = frozenset({"", "0", "0000000000000000", "00000000000000000000000000000000"})
 _HEX_PREFIXES = frozenset({"0x", "0X"})
 _FIRST_TWO = itemgetter(slice(0, 2))
@@ -51,154 +64,156 @@ _STATUS_OF_CODE: Callable[[Any], StepStatus] = _INT_STATUS.__getitem__
 _KEY = itemgetter("key")
 _new = tuple.__new__
 
+# Where each ``_STEP_KEYS`` key sits in one attribute layout (the same keys, in order).
+_Layout = tuple[tuple[str, int], ...]
+
+
+class RunColumns(NamedTuple):
+    """What validation and span ordering read of a run of OTLP spans, one entry per span."""
+
+    names: list[str]
+    kinds: list[StepKind]
+    statuses: list[StepStatus]
+    span_ids: list[str]
+    parent_ids: list[str]
+    starts: list[int]
+
 
 def step_from_raw(span: RawSpan) -> Step:
     """The step of a span already decoded."""
     attrs = span.attributes
-    return _general_step(
-        span.name,
-        attrs,
-        attrs,
-        span.events,
-        (span.span_id, span.parent_id, span.start_ns, span.end_ns, span.status),
-    )
+    kind, name, status = _classify(span.name or UNNAMED, attrs, attrs, span.status)
+    fields = (name, kind, span.span_id, span.parent_id, span.start_ns, span.end_ns, status)
+    return _build_step(fields, attrs, span.events)
 
 
-def _general_step(
+def otlp_step(
+    span: dict[str, Any],
     name: str,
-    hot: Mapping[str, Any],
+    kind: StepKind,
+    span_id: str,
+    parent_id: str,
+    start: int,
+    status: StepStatus,
+) -> Step:
+    """The whole step of an OTLP JSON span, given what ``otlp_columns`` found for it."""
+    items = span.get("attributes")
+    attrs = KVAttributes(items) if items.__class__ is list else decode_kv_list(items)
+    end = to_nanos(span.get("endTimeUnixNano"))
+    fields = (name, kind, span_id, parent_id, start, end, status)
+    return _build_step(fields, attrs, span.get("events") or ())
+
+
+def _classify(
+    name: str, hot: Mapping[str, Any], attrs: Mapping[str, Any], status: StepStatus
+) -> tuple[StepKind, str, StepStatus]:
+    """Kind, step name and status by the full rules; ``hot`` holds the span's ``_STEP_KEYS``."""
+    kind, step_name = classify(name, hot, attrs)
+    if kind == "tool_call" and status == "unset" and hot.get(_TOOL_STATUS) in ("error", "failed"):
+        status = "error"  # a tool that reports its own failure on an unset span status
+    return kind, step_name, status
+
+
+def _build_step(
+    fields: tuple[str, StepKind, str, str, int, int, StepStatus],
     attrs: Mapping[str, Any],
     events: object,
-    fields: tuple[str, str, int, int, StepStatus],
 ) -> Step:
-    """Classify with the full rules; ``hot`` holds at least the span's ``_STEP_KEYS``.
-
-    ``fields`` = span id, parent id, start, end and status, already decoded.
-    """
-    span_id, parent_id, start, end, status = fields
-    kind, step_name = classify(name or UNNAMED, hot, attrs)
-    payload = NO_PAYLOAD
-    if kind == "tool_call":
-        payload = LazyToolPayload(attrs, events)
-        if status == "unset" and hot.get("gen_ai.tool.status") in ("error", "failed"):
-            status = "error"
+    """A ``Step`` from its classified fields (name, kind, ids, times, status) and attributes."""
+    name, kind, span_id, parent_id, start, end, status = fields
+    payload: StepPayload = LazyToolPayload(attrs, events) if kind == "tool_call" else NO_PAYLOAD
     sources: tuple[DataSource, ...] = ()
-    knowledge_base = hot.get("aws.bedrock.knowledge_base.id") or hot.get("gen_ai.data_source.id")
+    knowledge_base = attrs.get(_KNOWLEDGE_BASE) or attrs.get(_DATA_SOURCE)
     if isinstance(knowledge_base, str) and knowledge_base:
         sources = (DataSource(knowledge_base, "knowledge_base"),)
     return _new(
         Step,
-        (step_name, kind, span_id, parent_id, start, end, status, sources, attrs, payload),
+        (name, kind, span_id, parent_id, start, end, status, sources, attrs, payload),
     )
 
 
-def otlp_steps(run: OtlpRun, steps: list[Step]) -> tuple[list[int], list[str], list[str]]:
-    """Append the step of every span in ``run`` to ``steps``, in file order.
-
-    Returns the run's start times, span ids and parent ids (the steps hold them too; the
-    columns save the caller a pass).
+def otlp_columns(run: OtlpRun) -> RunColumns:
+    """Names, kinds, statuses, ids and start times of every span in ``run``, in file order.
 
     Fields are read column by column with C-level ``map`` passes; a column with anything
     unusual in it is decoded value by value with the full decoders instead (same results).
-    Spans of one trace share a few attribute layouts (the same keys in the same order), so
-    where the keys that decide the quick road sit is worked out once per layout.
     """
     spans = run.spans
     names = _column(spans, "name")
-    if set(map(type, names)) != {str}:
-        names = [name if isinstance(name, str) else "" for name in names]
-    span_ids = _ids(_required_column(spans, "spanId"))
-    parent_ids = _repeated_ids(_column(spans, "parentSpanId"))
-    starts = _nanos(_required_column(spans, "startTimeUnixNano"))
+    if set(map(type, names)) != {str} or "" in names:
+        names = [name if isinstance(name, str) and name else UNNAMED for name in names]
+    statuses = _statuses(_column(spans, "status"))
+    kinds: list[StepKind] = []
     layouts: dict[tuple[Any, ...], _Layout] = {}
-    append = steps.append
-    for name, span_id, parent_id, start, end, status, items, events in zip(
-        names,
-        span_ids,
-        parent_ids,
-        starts,
-        _nanos(_column(spans, "endTimeUnixNano")),
-        _statuses(_column(spans, "status")),
-        _column(spans, "attributes"),
-        _column(spans, "events"),
-        strict=True,
-    ):
-        layout = None
-        if items.__class__ is list:
-            try:
-                keys = tuple(map(_KEY, items))
-                layout = layouts.get(keys)
-                if layout is None:
-                    layout = layouts[keys] = _layout(keys)
-            except (TypeError, KeyError, IndexError):
-                layout = None  # a malformed list: the careful decoder reads it below
-        if layout is None:
-            decoded = decode_kv_list(items)
-            fields = (span_id, parent_id, start, end, status)
-            append(_general_step(name, decoded, decoded, events or (), fields))
-            continue
-        attrs = KVAttributes(items)
-        op_at, tool_at, quick, hot_at = layout
-        kind = ""
-        if quick and op_at >= 0:
-            value = items[op_at].get("value")
-            if value.__class__ is dict and "stringValue" in value:
-                op = value["stringValue"]
-            else:
-                op = decode_value(value)
-            # the first rules of classify: the operation settles the kind on its own
-            if op.__class__ is str:
-                if op in MODEL_OPS:
-                    kind = "model_call"
-                elif op in AGENT_OPS:
-                    kind = "agent"
-                elif op == "execute_tool" and tool_at >= 0:
-                    value = items[tool_at].get("value")
-                    if value.__class__ is dict and "stringValue" in value:
-                        tool = value["stringValue"]
-                    else:
-                        tool = decode_value(value)
-                    if tool.__class__ is str:
-                        step_name = tool.strip()
-                        kind = "tool_call" if step_name else ""
-        if not kind:
-            # the layout knows where each classification key sits: decode just those
-            hot = {key: decode_value(items[at].get("value")) for key, at in hot_at}
-            fields = (span_id, parent_id, start, end, status)
-            append(_general_step(name, hot, attrs, events or (), fields))
-            continue
-        payload: StepPayload
-        if kind == "tool_call":
-            payload = LazyToolPayload(attrs, events or ())
-        else:
-            payload = NO_PAYLOAD
-            step_name = name or UNNAMED
-        append(
-            _new(
-                Step,
-                (step_name, kind, span_id, parent_id, start, end, status, (), attrs, payload),
+    for position, items in enumerate(_column(spans, "attributes")):
+        kind: StepKind | None
+        try:
+            item = items[0]
+            if item["key"] != _OPERATION:
+                item = _first_item(items, _OPERATION)
+            kind = _KIND_OF_OPERATION.get(item["value"]["stringValue"])
+            if kind == "tool_call":
+                item = items[1]
+                if item["key"] != _TOOL:
+                    item = _first_item(items, _TOOL)
+                tool = item["value"]["stringValue"].strip()
+                # an unset span status may still be overridden by gen_ai.tool.status
+                if tool and statuses[position] != "unset":
+                    names[position] = tool
+                else:
+                    kind = None
+        except (LookupError, TypeError, AttributeError):
+            kind = None  # no GenAI operation, or an odd one: the general road reads the span
+        if kind is None:
+            hot, attrs = _hot_attributes(items, layouts)
+            kind, names[position], statuses[position] = _classify(
+                names[position], hot, attrs, statuses[position]
             )
-        )
-    return starts, span_ids, parent_ids
+        kinds.append(kind)
+    return RunColumns(
+        names,
+        kinds,
+        statuses,
+        _ids(_required_column(spans, "spanId")),
+        _repeated_ids(_column(spans, "parentSpanId")),
+        _nanos(_required_column(spans, "startTimeUnixNano")),
+    )
 
 
-_Layout = tuple[int, int, bool, tuple[tuple[str, int], ...]]
+def _first_item(items: list[Any], key: str) -> Any:
+    """The first attribute item with ``key``, or None (a malformed item raises)."""
+    for item in items:
+        if item["key"] == key:
+            return item
+    return None
+
+
+def _hot_attributes(
+    items: object, layouts: dict[tuple[Any, ...], _Layout]
+) -> tuple[Mapping[str, Any], Mapping[str, Any]]:
+    """The span's ``_STEP_KEYS`` attributes decoded, and all of its attributes as a mapping."""
+    if items.__class__ is list:
+        try:
+            keys = tuple(map(_KEY, items))
+            layout = layouts.get(keys)
+            if layout is None:
+                layout = layouts[keys] = _layout(keys)
+        except (TypeError, KeyError, IndexError):
+            pass  # a malformed list: the careful decoder reads it below
+        else:
+            hot = {key: decode_value(items[at].get("value")) for key, at in layout}
+            return hot, KVAttributes(items)
+    decoded = decode_kv_list(items)
+    return decoded, decoded
 
 
 def _layout(keys: tuple[Any, ...]) -> _Layout:
-    """For one attribute layout: where the operation and the tool name sit, whether the
-    quick road may settle a span with these keys, and where each ``_STEP_KEYS`` key sits
-    (the last of duplicates wins, as in ``decode_kv_list``)."""
+    """Where each ``_STEP_KEYS`` key sits among ``keys`` (the first of duplicates wins)."""
     hot: dict[str, int] = {}
     for position, key in enumerate(keys):
         if key in _STEP_KEYS:
-            hot[key] = position
-    return (
-        hot.get("gen_ai.operation.name", -1),
-        hot.get("gen_ai.tool.name", -1),
-        _QUICK_BLOCKERS.isdisjoint(hot),
-        tuple(hot.items()),
-    )
+            hot.setdefault(key, position)
+    return tuple(hot.items())
 
 
 def _required_column(spans: list[dict[str, Any]], key: str) -> list[Any]:

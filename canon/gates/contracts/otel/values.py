@@ -48,7 +48,11 @@ def decode_value(value: object) -> Any:
 
 
 def decode_kv_list(items: object) -> dict[str, Any]:
-    """Decode OTLP attributes: a list of ``{"key", "value"}`` items, or a plain mapping."""
+    """Decode OTLP attributes: a list of ``{"key", "value"}`` items, or a plain mapping.
+
+    Of duplicate keys (which OTLP forbids) the first wins, as in the OpenTelemetry
+    Collector's attribute maps.
+    """
     if isinstance(items, dict):
         return items
     out: dict[str, Any] = {}
@@ -61,6 +65,8 @@ def decode_kv_list(items: object) -> dict[str, Any]:
             key = item["key"]
             if key.__class__ is not str:
                 break
+            if key in out:
+                continue  # of duplicate keys the first wins, as in the OTel Collector
             if "stringValue" in value:
                 out[key] = value["stringValue"]
             elif "intValue" in value and value["intValue"].__class__ is str:
@@ -76,7 +82,7 @@ def decode_kv_list(items: object) -> dict[str, Any]:
         if not isinstance(item, dict):
             continue
         key = item.get("key")
-        if not isinstance(key, str):
+        if not isinstance(key, str) or key in out:
             continue
         value = item.get("value")
         # Fast path: most attributes are strings.
@@ -96,8 +102,8 @@ def decode_jaeger_tags(tags: object) -> dict[str, Any]:
         if not isinstance(tag, dict):
             continue
         key = tag.get("key")
-        if not isinstance(key, str):
-            continue
+        if not isinstance(key, str) or key in out:
+            continue  # of duplicate keys the first wins, as for OTLP attributes
         value = tag.get("value")
         kind = tag.get("type")
         if kind == "int64":

@@ -78,17 +78,15 @@ def test_lazy_attributes_read_like_the_eager_decoder() -> None:
     items = [
         _attr("a", "x"),
         {"key": "n", "value": {"intValue": "12"}},
-        {"key": "a", "value": {"stringValue": "later wins"}},
+        {"key": "a", "value": {"stringValue": "a duplicate loses"}},
         {"key": "kv", "value": {"kvlistValue": {"values": [_attr("inner", "y")]}}},
     ]
     attrs = KVAttributes(items)
-    assert (
-        dict(attrs) == decode_kv_list(items) == {"a": "later wins", "n": 12, "kv": {"inner": "y"}}
-    )
+    assert dict(attrs) == decode_kv_list(items) == {"a": "x", "n": 12, "kv": {"inner": "y"}}
     assert attrs["n"] == 12 and attrs.get("missing", "d") == "d" and "kv" in attrs
     assert len(attrs) == 3 and list(attrs) == ["a", "n", "kv"]
     assert attrs == decode_kv_list(items)
-    assert "later wins" in repr(attrs)
+    assert "'a': 'x'" in repr(attrs) and "duplicate" not in repr(attrs)
 
 
 def test_malformed_attribute_items_are_skipped_as_the_eager_decoder_skips_them() -> None:
