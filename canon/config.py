@@ -19,6 +19,7 @@ DEFAULT_THRESHOLD = 0.85
 DEFAULT_TOLERANCE = 0.02
 DEFAULT_BASELINES_DIR = "canon/baselines"
 DEFAULT_CONCURRENCY = 8
+DEFAULT_JUDGE_CACHE = ".canon/judge-cache.sqlite3"
 
 _PATH_KEYS = ("constitution_path", "baselines_dir", "suite", "policy")
 # Settings passed through to the model judge (canon.judge.litellm_judge.LiteLLMJudge).
@@ -42,6 +43,7 @@ _KNOWN_KEYS = frozenset(
         "policy",
         "contract",
         "concurrency",
+        "judge_cache",
     }
 )
 
@@ -62,6 +64,8 @@ class Config:
     policy: Path | None = None
     contract: str | None = None  # a contract file path or a bundled template name
     concurrency: int = DEFAULT_CONCURRENCY
+    # where model-judge answers are cached; None when caching is off
+    judge_cache: Path | None = None
 
 
 def discover_config_file(start: Path) -> Path | None:
@@ -88,7 +92,12 @@ def load_config(explicit: Path | None = None, *, cwd: Path | None = None) -> Con
         return config_from_mapping(_read_settings(path), source=path, base_dir=cwd)
     found = discover_config_file(cwd)
     if found is None:
-        return Config(source=None, base_dir=cwd, baselines_dir=cwd / DEFAULT_BASELINES_DIR)
+        return Config(
+            source=None,
+            base_dir=cwd,
+            baselines_dir=cwd / DEFAULT_BASELINES_DIR,
+            judge_cache=cwd / DEFAULT_JUDGE_CACHE,
+        )
     return config_from_mapping(_read_settings(found), source=found, base_dir=found.parent)
 
 
@@ -150,6 +159,7 @@ def config_from_mapping(data: Mapping[str, Any], *, source: Path, base_dir: Path
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigError(f"{source}: 'concurrency' must be a whole number >= 1")
         values["concurrency"] = concurrency
+    values["judge_cache"] = _judge_cache(data.get("judge_cache", True), base_dir, source)
     values.setdefault("baselines_dir", base_dir / DEFAULT_BASELINES_DIR)
     return Config(source=source, base_dir=base_dir, **values)
 
@@ -178,6 +188,17 @@ def _judge_options(raw: object, source: Path) -> dict[str, Any]:
             raise ConfigError(f"{source}: judge option {key!r} must be {wanted}, got {value!r}")
         options[str(key)] = value
     return options
+
+
+def _judge_cache(raw: object, base_dir: Path, source: Path) -> Path | None:
+    """``true`` (the default) caches in ``.canon/``, ``false`` turns caching off, text is a path."""
+    if raw is True:
+        return base_dir / DEFAULT_JUDGE_CACHE
+    if raw is False:
+        return None
+    if isinstance(raw, str) and raw.strip():
+        return base_dir / raw.strip()
+    raise ConfigError(f"{source}: 'judge_cache' must be true, false or a file path, got {raw!r}")
 
 
 def _text(data: Mapping[str, Any], key: str, source: Path) -> str:

@@ -13,6 +13,7 @@ single line on stderr and its ``exit_code``.
     ├── InputError                  an artifact, suite, trace or JSON input is unusable
     ├── BaselineError               a baseline is missing, corrupt or recorded under another rubric
     ├── GateError                   a deterministic gate (policy, contract) cannot be loaded
+    ├── CacheError                  the judge answer cache file is unusable
     └── JudgeError                  the judge could not answer
         ├── JudgeScriptError        a MockJudge script has no answer for a question
         └── JudgeUnavailableError   a real judge failed after retries (exit 3)
@@ -57,6 +58,10 @@ class BaselineError(CanonError):
 
 class GateError(CanonError):
     """A deterministic gate (policy or contract) cannot be loaded or run."""
+
+
+class CacheError(CanonError):
+    """The judge answer cache file cannot be opened, read or written."""
 
 
 class JudgeError(CanonError):

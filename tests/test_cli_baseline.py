@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -185,7 +186,7 @@ def _with_judge(monkeypatch, script) -> MockJudge:
     monkeypatch.setattr(
         baseline_cli,
         "build_plan",
-        lambda config: dataclasses.replace(original(config), judge=judge),
+        lambda config, **options: dataclasses.replace(original(config, **options), judge=judge),
     )
     return judge
 
@@ -281,3 +282,122 @@ def test_accept_then_check_as_real_processes_catches_a_flipped_facet(project):
     assert "large-refund P2" in failed.stdout
     assert "Hand any refund above 200 EUR" in failed.stdout
     assert "Traceback" not in failed.stderr
+
+
+# --- --junit-xml and --html ---------------------------------------------------------------
+
+
+def _junit(path: Path) -> tuple[dict[str, str], dict[str, ET.Element], ET.Element]:
+    """Counts, testcases by name, and the testsuite element of a written JUnit XML file."""
+    (suite,) = ET.parse(path).getroot().findall("testsuite")
+    counts = {k: suite.get(k, "") for k in ("tests", "failures", "errors", "skipped")}
+    return counts, {case.get("name", ""): case for case in suite.findall("testcase")}, suite
+
+
+def test_accept_and_a_conforming_check_write_both_reports(project):
+    accepted = _canon(project, "accept", "--junit-xml", "a.xml", "--html", "a.html")
+    assert accepted.exit_code == 0, accepted.output
+    counts, cases, _ = _junit(project / "a.xml")
+    assert counts == {"tests": "3", "failures": "0", "errors": "0", "skipped": "0"}
+    assert 'data-verdict="canon"' in (project / "a.html").read_text()
+    plain = _canon(project, "check")
+    checked = _canon(project, "check", "--junit-xml", "c.xml", "--html", "c.html")
+    assert checked.exit_code == 0 and checked.stdout == plain.stdout
+    counts, cases, suite = _junit(project / "c.xml")
+    assert counts == {"tests": "4", "failures": "0", "errors": "0", "skipped": "0"}
+    assert list(cases) == ["duplicate-charge", "large-refund", "roaming-question", "mean-drift"]
+    properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    assert properties["status"] == "conforms" and properties["judge"] == "mock:judge-script.yaml"
+    assert '<p class="banner" id="banner">CONFORMS</p>' in (project / "c.html").read_text()
+
+
+def test_a_regression_in_check_is_in_both_reports(project):
+    _canon(project, "accept")
+    _prepend(project / "judge-script.yaml", FLIP_P2)
+    result = _canon(project, "check", "--junit-xml", "c.xml", "--html", "c.html")
+    assert result.exit_code == 1
+    counts, cases, _ = _junit(project / "c.xml")
+    assert counts == {"tests": "4", "failures": "4", "errors": "0", "skipped": "0"}
+    for key in ("duplicate-charge", "large-refund", "roaming-question"):
+        (failure,) = cases[key].findall("failure")
+        assert failure.get("type") == "regression"
+        assert "P2 flipped from satisfied to violated (confirmed)" in (failure.get("message") or "")
+    drift = cases["mean-drift"].find("failure")
+    assert drift is not None and "drop 0.111, tolerance 0.020" in (drift.text or "")
+    page = (project / "c.html").read_text()
+    assert page.count('<tr class="flips-row">') == 3 and "REGRESSION" in page
+
+
+def test_an_unavailable_judge_still_gets_reports_from_check_and_accept(project, monkeypatch):
+    _canon(project, "accept")
+    before = (project / BASELINE).read_bytes()
+
+    def down(question: Question, text: str) -> str:
+        if question.id == "mission":
+            raise JudgeUnavailableError("rate limited after 3 retries")
+        return {"G": "no", "tradeoff": "n/a"}.get(question.id, "yes")
+
+    _with_judge(monkeypatch, down)
+    checked = _canon(project, "check", "--junit-xml", "c.xml", "--html", "c.html")
+    assert checked.exit_code == 3
+    counts, cases, _ = _junit(project / "c.xml")
+    assert counts == {"tests": "4", "failures": "0", "errors": "3", "skipped": "0"}
+    error = cases["large-refund"].find("error")
+    assert error is not None and error.text == "mission: rate limited after 3 retries"
+    assert '<p class="banner" id="banner">INCOMPLETE</p>' in (project / "c.html").read_text()
+    accepted = _canon(project, "accept", "--junit-xml", "a.xml", "--html", "a.html")
+    assert accepted.exit_code == 3
+    assert (project / BASELINE).read_bytes() == before
+    counts, _, _ = _junit(project / "a.xml")
+    assert counts == {"tests": "3", "failures": "0", "errors": "3", "skipped": "0"}
+    assert (project / "a.html").read_text().count('data-verdict="incomplete"') == 3
+
+
+def test_check_refuses_an_unwritable_report_path_before_scoring(project):
+    _canon(project, "accept")
+    (project / "a-file").write_text("x")
+    result = _canon(project, "check", "--html", "a-file/r.html")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "cannot write the report a-file/r.html" in _one_error_line(result)
+
+
+def test_the_written_check_report_shows_the_regression_in_chromium(project, page):
+    _canon(project, "accept")
+    _prepend(project / "judge-script.yaml", FLIP_P2)
+    assert _canon(project, "check", "--html", "c.html").exit_code == 1
+    url = (project / "c.html").as_uri()
+    page.navigate(url)
+    seen = page.evaluate(
+        """(() => ({
+            banner: document.getElementById('banner').textContent,
+            verdicts: [...document.querySelectorAll('section.artifact')].map(
+                (s) => [s.querySelector('h2').textContent, s.querySelector('.verdict').textContent,
+                        s.querySelectorAll('tr.questions-row').length]),
+            flips: [...document.querySelectorAll('tr.flips-row td.status')]
+                .map((td) => td.textContent),
+            drift: document.querySelector('#drift').textContent,
+            regressions: [...document.querySelectorAll('section.artifact')].map(
+                (s) => [...s.querySelectorAll('ul.regressions li')].map((li) => li.textContent)),
+        }))()"""
+    )
+    assert seen["banner"] == "REGRESSION"
+    assert seen["verdicts"] == [
+        ["duplicate-charge", "CANON", 10],
+        ["large-refund", "CANON", 10],
+        ["roaming-question", "CANON", 10],
+    ]
+    assert seen["flips"] == ["confirmed - regression"] * 3
+    assert seen["regressions"] == [["P2 flipped from satisfied to violated (confirmed)"]] * 3
+    assert "REGRESSION" in seen["drift"]
+    assert page.requested_urls() == [url] and page.console_problems() == []
+
+
+def test_check_writes_reports_as_a_real_process(project):
+    assert _process(project, "accept").returncode == 0
+    _prepend(project / "judge-script.yaml", FLIP_P2)
+    failed = _process(project, "check", "--junit-xml", "out/c.xml", "--html", "out/c.html")
+    assert failed.returncode == 1, failed.stderr
+    counts, cases, _ = _junit(project / "out" / "c.xml")
+    assert counts["failures"] == "4"
+    assert cases["large-refund"].find("failure") is not None
+    assert "Hand any refund above 200 EUR" in (project / "out" / "c.html").read_text()

@@ -5,6 +5,7 @@ import os
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -158,9 +159,139 @@ def test_a_model_judge_that_cannot_be_reached_exits_3_not_1(project, monkeypatch
     (project / "canon.yaml").write_text(
         "judge_model: openai:gpt-4o\nconstitution_path: constitution.yaml\nsuite: suite.yaml\n"
     )
-    result = _run(project, "--quiet", "--format", "json")
+    result = _run(
+        project, "--quiet", "--format", "json", "--junit-xml", "r.xml", "--html", "r.html"
+    )
     assert result.exit_code == 3, result.output
     document = json.loads(result.stdout)
     assert document["summary"]["canon"] == 0
     assert document["summary"]["unscored_questions"] == 30
     assert "Traceback" not in result.stderr
+    # The reports are written all the same, every artifact an error and none a pass.
+    counts, cases = _junit(project / "r.xml")
+    assert counts == {"tests": "3", "failures": "0", "errors": "3", "skipped": "0"}
+    error = cases["large-refund"].find("error")
+    assert error is not None and "10 question(s) unscored" in (error.get("message") or "")
+    assert (project / "r.html").read_text().count('data-verdict="incomplete"') == 3
+
+
+# --- --junit-xml and --html ---------------------------------------------------------------
+
+
+def _junit(path: Path) -> tuple[dict[str, str], dict[str, ET.Element]]:
+    """The testsuite's counts and its testcases by name, from a written JUnit XML file."""
+    (suite,) = ET.parse(path).getroot().findall("testsuite")
+    counts = {k: suite.get(k, "") for k in ("tests", "failures", "errors", "skipped")}
+    return counts, {case.get("name", ""): case for case in suite.findall("testcase")}
+
+
+def test_reports_are_written_for_a_passing_run_and_stdout_is_unchanged(project):
+    plain = _run(project, "--quiet")
+    result = _run(project, "--quiet", "--junit-xml", "out/canon.xml", "--html", "out/canon.html")
+    assert result.exit_code == 0, result.output
+    assert result.stdout == plain.stdout
+    counts, cases = _junit(project / "out" / "canon.xml")
+    assert counts == {"tests": "3", "failures": "0", "errors": "0", "skipped": "0"}
+    assert list(cases) == ["duplicate-charge", "large-refund", "roaming-question"]
+    assert {case.get("classname") for case in cases.values()} == {"canon.suite"}
+    page = (project / "out" / "canon.html").read_text(encoding="utf-8")
+    assert page.count('data-verdict="canon"') == 3 and "ALL CANON" in page
+    assert not list((project / "out").glob(".*.tmp"))  # the atomic writes left no temp file
+
+
+def test_reports_are_written_when_the_run_is_non_canon(project):
+    (project / "judge-script.yaml").write_text('contradict any part: "yes"\n__default__: "yes"\n')
+    result = _run(project, "--quiet", "--junit-xml", "r.xml", "--html", "r.html")
+    assert result.exit_code == 1
+    counts, cases = _junit(project / "r.xml")
+    assert counts == {"tests": "3", "failures": "3", "errors": "0", "skipped": "0"}
+    failure = cases["large-refund"].find("failure")
+    assert failure is not None and failure.get("type") == "non-canon"
+    assert "NSCP gate" in (failure.text or "")
+    assert (project / "r.html").read_text().count('data-verdict="non-canon"') == 3
+
+
+def test_reports_record_unscored_questions_as_errors_when_the_judge_is_unavailable(
+    project, monkeypatch
+):
+    import dataclasses
+
+    import canon.cli.score as score_cli
+    from canon.errors import JudgeUnavailableError
+    from canon.judge.mock import MockJudge
+
+    def down_for_one(question, text):
+        if question.id == "mission" and text.startswith("I can see"):
+            raise JudgeUnavailableError("rate limited after 3 retries")
+        return {"G": "no", "tradeoff": "n/a"}.get(question.id, "yes")
+
+    original = score_cli.build_plan
+    monkeypatch.setattr(
+        score_cli,
+        "build_plan",
+        lambda config, **options: dataclasses.replace(
+            original(config, **options), judge=MockJudge(down_for_one)
+        ),
+    )
+    result = _run(project, "--quiet", "--junit-xml", "r.xml", "--html", "r.html")
+    assert result.exit_code == 3, result.output
+    counts, cases = _junit(project / "r.xml")
+    assert counts == {"tests": "3", "failures": "0", "errors": "1", "skipped": "0"}
+    error = cases["duplicate-charge"].find("error")
+    assert error is not None and error.get("type") == "judge-unavailable"
+    assert error.text == "mission: rate limited after 3 retries"
+    page = (project / "r.html").read_text()
+    assert 'data-verdict="incomplete"' in page and "rate limited after 3 retries" in page
+
+
+@pytest.mark.parametrize("option", ["--junit-xml", "--html"])
+def test_a_report_path_that_cannot_be_written_exits_2_before_the_judge_is_asked(project, option):
+    (project / "a-file").write_text("not a directory")
+    result = _run(project, "--quiet", option, "a-file/report.out")
+    assert result.exit_code == 2
+    assert result.stdout == ""
+    line = result.stderr.strip()
+    assert line.startswith("canon: error: cannot write the report a-file/report.out")
+    assert "not a writable directory" in line
+
+
+def test_a_report_path_that_is_a_directory_is_refused(project):
+    result = _run(project, "--quiet", "--junit-xml", ".")
+    assert result.exit_code == 2
+    assert "is a directory" in result.stderr
+
+
+def test_a_real_process_writes_both_reports_with_hostile_artifact_ids(project):
+    suite = project / "hostile.yaml"
+    suite.write_text(
+        "artifacts:\n"
+        '  - id: "<script>window.canonPwned = 1</script> ]]> \'q\' \\"dq\\" \\x01"\n'
+        "    text: I refunded the duplicate charge.\n",
+        encoding="utf-8",
+    )
+    completed = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "canon.cli",
+            "score",
+            "--quiet",
+            "--suite",
+            "hostile.yaml",
+            "--junit-xml",
+            "reports/canon.xml",
+            "--html",
+            "reports/canon.html",
+        ],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert completed.returncode == 0, completed.stderr
+    counts, cases = _junit(project / "reports" / "canon.xml")
+    assert counts["tests"] == "1" and counts["failures"] == "0"
+    assert list(cases) == ["<script>window.canonPwned = 1</script> ]]> 'q' \"dq\" \\x01"]
+    page = (project / "reports" / "canon.html").read_text(encoding="utf-8")
+    assert "<script" not in page
+    assert "&lt;script&gt;window.canonPwned = 1&lt;/script&gt; ]]&gt; &#x27;q&#x27;" in page

@@ -131,3 +131,29 @@ def test_bad_judge_options_are_config_errors(write, tmp_path, text, fragment):
     with pytest.raises(ConfigError) as info:
         load_config(cwd=tmp_path)
     assert fragment in str(info.value)
+
+
+def test_the_judge_cache_defaults_to_the_project_folder_and_can_be_moved_or_turned_off(
+    write, tmp_path
+):
+    write("proj/canon.yaml", "threshold: 0.9\n")
+    assert load_config(cwd=tmp_path / "proj").judge_cache == (
+        tmp_path / "proj" / ".canon" / "judge-cache.sqlite3"
+    )
+    write("proj/canon.yaml", "judge_cache: false\n")
+    assert load_config(cwd=tmp_path / "proj").judge_cache is None
+    write("proj/canon.yaml", "judge_cache: true\n")
+    assert load_config(cwd=tmp_path / "proj").judge_cache == (
+        tmp_path / "proj" / ".canon" / "judge-cache.sqlite3"
+    )
+    write("proj/canon.yaml", "judge_cache: cache/answers.db\n")
+    assert load_config(cwd=tmp_path / "proj").judge_cache == tmp_path / "proj/cache/answers.db"
+
+
+@pytest.mark.parametrize("value", ["0", "1.5", "''", "[a]", "{a: 1}"])
+def test_a_judge_cache_that_is_neither_a_switch_nor_a_path_is_a_config_error(
+    write, tmp_path, value
+):
+    write("proj/canon.yaml", f"judge_cache: {value}\n")
+    with pytest.raises(ConfigError, match="judge_cache"):
+        load_config(cwd=tmp_path / "proj")

@@ -15,6 +15,7 @@ _COMMANDS: dict[str, str] = {
     "check": "canon.cli.baseline:check",
     "policy": "canon.cli.policy:policy",
     "contract": "canon.cli.contract:contract",
+    "set-judge": "canon.cli.set_judge:set_judge",
 }
 
 _SUMMARIES: dict[str, str] = {
@@ -23,6 +24,7 @@ _SUMMARIES: dict[str, str] = {
     "check": "Score the suite and compare it with its baseline.",
     "policy": "Check structured JSON output against a policy (deterministic gate).",
     "contract": "Check OpenTelemetry traces against behavioral contracts.",
+    "set-judge": "Set judge_model in the project's canon.yaml (provider:model).",
 }
 
 

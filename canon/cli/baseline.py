@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import sys
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -14,11 +15,15 @@ import click
 from canon.cli.common import config_option, reports_errors
 from canon.cli.run import (
     build_plan,
+    check_report_paths,
     format_option,
     load_run,
+    no_cache_option,
     quiet_option,
+    report_options,
     score_with_progress,
     suite_option,
+    write_reports,
 )
 from canon.config import Config
 from canon.core.artifact import Artifact
@@ -47,6 +52,7 @@ from canon.errors import (
     JudgeUnavailableError,
 )
 from canon.judge.base import JudgeRequest
+from canon.judge.cache import fresh_judge
 from canon.judge.sync import run_sync
 from canon.runner import DEFAULT_CONCURRENCY, ScoringPlan
 from canon.store import dump_json, read_json, write_json_atomic
@@ -56,16 +62,30 @@ from canon.store import dump_json, read_json, write_json_atomic
 @config_option
 @suite_option
 @quiet_option
+@no_cache_option
+@report_options
 @reports_errors
-def accept(config_path: Path | None, suite_path: Path | None, quiet: bool) -> None:
+def accept(
+    config_path: Path | None,
+    suite_path: Path | None,
+    quiet: bool,
+    no_cache: bool,
+    junit_path: Path | None,
+    html_path: Path | None,
+) -> None:
     """Score the suite and record the run as its baseline.
 
     Exit codes: 0 recorded, 2 bad input or config, 3 the judge was unavailable
     (nothing is written then).
     """
+    check_report_paths(junit_path, html_path)
     config, suite, artifacts = load_run(config_path, suite_path)
-    plan = build_plan(config)
+    plan = build_plan(config, use_cache=not no_cache)
+    started = time.monotonic()
     results = score_with_progress(config, plan, artifacts, quiet)
+    elapsed = time.monotonic() - started
+    # Written before the judge check below: a CI run needs the report most when it fails.
+    write_reports(junit_path, html_path, results=results, plan=plan, suite=suite, elapsed=elapsed)
     unanswered = [(r.key, c) for r in results for c in r.unscored]
     if unanswered:
         key, cell = unanswered[0]
@@ -104,24 +124,35 @@ def accept(config_path: Path | None, suite_path: Path | None, quiet: bool) -> No
 @suite_option
 @format_option
 @quiet_option
+@no_cache_option
+@report_options
 @reports_errors
 def check(
-    config_path: Path | None, suite_path: Path | None, output_format: str, quiet: bool
+    config_path: Path | None,
+    suite_path: Path | None,
+    output_format: str,
+    quiet: bool,
+    no_cache: bool,
+    junit_path: Path | None,
+    html_path: Path | None,
 ) -> None:
     """Score the suite and compare it with its baseline.
 
     Exit codes: 0 conforms, 1 a regression or non-canon artifact, 2 bad input, config or
     baseline, 3 the judge was unavailable.
     """
+    check_report_paths(junit_path, html_path)
     config, suite, artifacts = load_run(config_path, suite_path)
-    plan = build_plan(config)
+    plan = build_plan(config, use_cache=not no_cache)
     path = baseline_path(config, suite)
     baseline = read_baseline(path, suite_name=suite.stem)
     require_same_rubric(baseline, plan.rubric, source=shown(path))
+    started = time.monotonic()
     results = score_with_progress(config, plan, artifacts, quiet)
     comparison = run_sync(
         compare_run(plan, artifacts, results, baseline, config.tolerance, config.concurrency)
     )
+    elapsed = time.monotonic() - started
     extra = provenance_notes(baseline, judge=plan.judge.name, constitution=plan.constitution.digest)
     if extra:
         comparison = dataclasses.replace(comparison, notes=(*extra, *comparison.notes))
@@ -131,6 +162,15 @@ def check(
     else:
         report = render_check(comparison, baseline, suite=suite.stem, path=shown(path))
         click.echo(report, nl=False)
+    write_reports(
+        junit_path,
+        html_path,
+        results=results,
+        plan=plan,
+        suite=suite,
+        comparison=comparison,
+        elapsed=elapsed,
+    )
     sys.exit(exit_code_for(comparison))
 
 
@@ -186,6 +226,7 @@ async def reask_flips(
     """Ask the judge each flipped question once more; a failed call is an unscored cell."""
     questions = {q.id: q for q in plan.questions}
     limiter = asyncio.Semaphore(max(1, concurrency))
+    judge = fresh_judge(plan.judge)  # a cached answer would only repeat the flip
 
     async def ask(flip: Flip) -> tuple[tuple[str, str], Cell]:
         question = questions[flip.question]
@@ -194,7 +235,7 @@ async def reask_flips(
         )
         async with limiter:
             try:
-                cell = score_cell(question, await plan.judge.answer(request))
+                cell = score_cell(question, await judge.answer(request))
             except JudgeScriptError:
                 raise  # a mis-scripted test must fail loudly
             except JudgeError as exc:

@@ -2,21 +2,34 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any, TypeVar
 
 import click
 
 from canon.config import Config, load_config, load_env_files
 from canon.core.artifact import Artifact
+from canon.core.compare import Comparison
 from canon.core.scoring import ArtifactResult
-from canon.errors import ConfigError
+from canon.errors import ConfigError, UsageError
 from canon.gate_loading import contract_gate, policy_gate
+from canon.judge.cache import AnswerCache, CachingJudge, IdentifiedJudge
 from canon.judge.factory import judge_from_spec
 from canon.judge.sync import run_sync
+from canon.report.html import html_report
+from canon.report.junit import junit_xml
 from canon.runner import ArtifactGate, ScoringPlan, score_artifacts
-from canon.store import constitution_from_file, load_rubric
+from canon.store import constitution_from_file, load_rubric, write_text_atomic
 from canon.suite import read_suite
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class ReportPathError(UsageError):
+    """A --junit-xml or --html path cannot be written."""
+
 
 suite_option = click.option(
     "--suite",
@@ -25,6 +38,11 @@ suite_option = click.option(
     help="Suite file to score (default: the config's 'suite').",
 )
 quiet_option = click.option("--quiet", is_flag=True, help="Print no progress lines on stderr.")
+no_cache_option = click.option(
+    "--no-cache",
+    is_flag=True,
+    help="Ask the model judge every question anew, without reading or writing its answer cache.",
+)
 format_option = click.option(
     "--format",
     "output_format",
@@ -33,6 +51,65 @@ format_option = click.option(
     show_default=True,
     help="Text for people, JSON for machines.",
 )
+_junit_option = click.option(
+    "--junit-xml",
+    "junit_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also write a JUnit XML report here (written on failures too).",
+)
+_html_option = click.option(
+    "--html",
+    "html_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also write a self-contained HTML report here (written on failures too).",
+)
+
+
+def report_options(command: F) -> F:
+    """Add --junit-xml PATH and --html PATH to a command that scores a suite."""
+    return _junit_option(_html_option(command))
+
+
+def check_report_paths(*paths: Path | None) -> None:
+    """Refuse, before any judge call, a report path that could not be written later."""
+    for path in paths:
+        if path is None:
+            continue
+        if path.is_dir():
+            raise ReportPathError(f"report path {path} is a directory; pass a file name")
+        existing = path.parent
+        while not existing.exists() and existing != existing.parent:
+            existing = existing.parent
+        if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+            raise ReportPathError(
+                f"cannot write the report {path}: {existing} is not a writable directory; "
+                "pass a path in a directory you can write to"
+            )
+
+
+def write_reports(
+    junit_path: Path | None,
+    html_path: Path | None,
+    *,
+    results: Sequence[ArtifactResult],
+    plan: ScoringPlan,
+    suite: Path,
+    comparison: Comparison | None = None,
+    elapsed: float | None = None,
+) -> None:
+    """Write the requested JUnit XML and HTML reports, each atomically."""
+    renderers = ((junit_path, junit_xml), (html_path, html_report))
+    for path, render in renderers:
+        if path is None:
+            continue
+        text = render(results, plan, suite=suite.stem, comparison=comparison, elapsed=elapsed)
+        try:
+            write_text_atomic(path, text)
+        except OSError as exc:
+            raise ReportPathError(
+                f"cannot write the report {path}: {exc.strerror or exc}; "
+                "pass a path in a directory you can write to"
+            ) from None
 
 
 def load_run(
@@ -47,21 +124,28 @@ def load_run(
     return config, suite, read_suite(suite)
 
 
-def build_plan(config: Config) -> ScoringPlan:
-    """The scoring plan a config describes."""
+def build_plan(config: Config, *, use_cache: bool = True) -> ScoringPlan:
+    """The scoring plan a config describes; a model judge answers through its cache."""
     where = config.source or "no canon.yaml found"
     if config.constitution_path is None:
         raise ConfigError(f"{where}: set 'constitution_path' to your constitution YAML")
     if config.judge_model is None:
         raise ConfigError(f"{where}: set 'judge_model' (provider:model, or mock:<script.yaml>)")
+    constitution = constitution_from_file(config.constitution_path)
+    rubric = load_rubric()
+    gates = _config_gates(config)
+    judge = judge_from_spec(
+        config.judge_model, base_dir=config.base_dir, options=config.judge_options
+    )
+    # Opened last, so a config error above never leaves an empty cache file behind.
+    if use_cache and config.judge_cache is not None and isinstance(judge, IdentifiedJudge):
+        judge = CachingJudge(judge, AnswerCache(config.judge_cache))
     return ScoringPlan(
-        constitution=constitution_from_file(config.constitution_path),
-        rubric=load_rubric(),
-        judge=judge_from_spec(
-            config.judge_model, base_dir=config.base_dir, options=config.judge_options
-        ),
+        constitution=constitution,
+        rubric=rubric,
+        judge=judge,
         threshold=config.threshold,
-        gates=_config_gates(config),
+        gates=gates,
     )
 
 
@@ -84,6 +168,15 @@ def score_with_progress(
             verdict = "canon" if result.canon else "NON-CANON"
             click.echo(f"[{done}/{total}] {result.key} {verdict}", err=True)
 
-    return run_sync(
+    results = run_sync(
         score_artifacts(plan, artifacts, concurrency=config.concurrency, on_result=progress)
     )
+    judge = plan.judge
+    if not quiet and isinstance(judge, CachingJudge) and judge.hits:
+        asked = judge.hits + judge.misses
+        click.echo(
+            f"judge cache: {judge.hits} of {asked} answer(s) reused from {judge.cache.path} "
+            "(--no-cache asks every question anew)",
+            err=True,
+        )
+    return results

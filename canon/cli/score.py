@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -11,11 +12,15 @@ import click
 from canon.cli.common import config_option, reports_errors
 from canon.cli.run import (
     build_plan,
+    check_report_paths,
     format_option,
     load_run,
+    no_cache_option,
     quiet_option,
+    report_options,
     score_with_progress,
     suite_option,
+    write_reports,
 )
 from canon.core.scoring import ArtifactResult
 from canon.report.json_report import results_document
@@ -28,22 +33,34 @@ from canon.store import dump_json
 @suite_option
 @format_option
 @quiet_option
+@no_cache_option
+@report_options
 @reports_errors
 def score(
-    config_path: Path | None, suite_path: Path | None, output_format: str, quiet: bool
+    config_path: Path | None,
+    suite_path: Path | None,
+    output_format: str,
+    quiet: bool,
+    no_cache: bool,
+    junit_path: Path | None,
+    html_path: Path | None,
 ) -> None:
     """Score every artifact in the suite; exit 1 if any is non-canon.
 
     Exit codes: 0 all canon, 1 a non-canon artifact, 2 bad input or config,
     3 the judge was unavailable.
     """
-    config, _, artifacts = load_run(config_path, suite_path)
-    plan = build_plan(config)
+    check_report_paths(junit_path, html_path)
+    config, suite, artifacts = load_run(config_path, suite_path)
+    plan = build_plan(config, use_cache=not no_cache)
+    started = time.monotonic()
     results = score_with_progress(config, plan, artifacts, quiet)
+    elapsed = time.monotonic() - started
     if output_format == "json":
         sys.stdout.write(dump_json(results_document(results, plan)))
     else:
         click.echo(render_results(results), nl=False)
+    write_reports(junit_path, html_path, results=results, plan=plan, suite=suite, elapsed=elapsed)
     code = exit_code(results)
     if code == 3:
         unscored = [c for r in results for c in r.unscored]

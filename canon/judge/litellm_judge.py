@@ -138,6 +138,25 @@ class LiteLLMJudge:
     def __repr__(self) -> str:
         return f"LiteLLMJudge({self.model!r}, samples={self.samples})"
 
+    def cache_identity(self) -> dict[str, Any]:
+        """The settings that shape this judge's answers, for the answer cache's keys."""
+        # litellm may take the endpoint from the environment (OPENAI_BASE_URL and the like);
+        # the same model name at another endpoint is another judge.
+        endpoints = {
+            name: value
+            for name, value in sorted(os.environ.items())
+            if name.endswith(("_BASE_URL", "_API_BASE"))
+        }
+        return {
+            "model": self.model,
+            "samples": self.samples,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "constrain_answers": self.constrain_answers,
+            "api_base": self.api_base,
+            "endpoints": endpoints,
+        }
+
     async def answer(self, request: JudgeRequest) -> Answer:
         """Ask the model, retrying what a retry can fix; the distribution is label frequency."""
         litellm = load_litellm()

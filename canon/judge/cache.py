@@ -1,0 +1,167 @@
+"""The judge answer cache: a model judge is asked a given question about a given text once.
+
+An answer is stored under a digest of everything that shapes it: the judge's own settings
+(model, sampling, endpoint) and the exact messages it is sent, which hold the rubric's
+instructions, the constitution, the artifact's text, the question and its choices. Change
+any of those and the question is asked again. Only answers are stored: a failure is never
+cached, so a flaky judge is asked again on the next run.
+
+The store is one SQLite file (the standard library's ``sqlite3``): every write is its own
+transaction, so a run that stops half way leaves a usable cache, and concurrent runs share
+it safely. A file that is not a usable cache stops the run with ``CacheError`` rather than
+being ignored or overwritten.
+
+Only judges that say what identifies them (``cache_identity``) are cached; a ``MockJudge``
+is not, so an edited mock script always takes effect.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Protocol, runtime_checkable
+
+from canon.core.prompt import render_prompt
+from canon.core.scoring import Answer
+from canon.errors import CacheError
+from canon.judge.base import Judge, JudgeRequest
+
+# Bump when the key or the stored form changes: old entries then simply stop matching.
+CACHE_FORMAT = 1
+_SCHEMA = "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, answer TEXT NOT NULL)"
+_ADVICE = "delete the file (it only saves judge calls) or run with --no-cache"
+
+
+@runtime_checkable
+class IdentifiedJudge(Judge, Protocol):
+    """A judge that can say which settings determine its answers."""
+
+    def cache_identity(self) -> Mapping[str, Any]:
+        """JSON-ready settings that, with the prompt, determine the judge's answers."""
+        ...
+
+
+def answer_key(identity: Mapping[str, Any], request: JudgeRequest) -> str:
+    """The digest an answer is stored under: the judge's identity and the exact prompt."""
+    prompt = render_prompt(
+        request.question, request.artifact.text, request.constitution, request.instructions
+    )
+    material = json.dumps(
+        [CACHE_FORMAT, dict(identity), prompt.as_messages()],
+        sort_keys=True,
+        ensure_ascii=False,
+    )
+    return hashlib.sha256(material.encode("utf-8")).hexdigest()
+
+
+class AnswerCache:
+    """Answers on disk, keyed by ``answer_key``."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            # autocommit: each insert commits on its own, nothing is left pending; the
+            # connection may be used from run_sync's worker thread, one caller at a time
+            self._db = sqlite3.connect(
+                path, timeout=30, isolation_level=None, check_same_thread=False
+            )
+            self._db.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
+            self._db.execute("PRAGMA synchronous=NORMAL")  # a lost entry costs one judge call
+            self._db.execute(_SCHEMA)
+        except (OSError, sqlite3.Error) as exc:
+            raise _unusable(path, "open", exc) from None
+
+    def get(self, key: str) -> Answer | None:
+        """The stored answer under ``key``, or None."""
+        try:
+            row = self._db.execute("SELECT answer FROM answers WHERE key = ?", (key,)).fetchone()
+        except sqlite3.Error as exc:
+            raise _unusable(self.path, "read", exc) from None
+        return None if row is None else self._decode(row[0])
+
+    def put(self, key: str, answer: Answer) -> None:
+        """Store ``answer`` under ``key`` (a later answer for the same key replaces it)."""
+        stored = json.dumps(
+            {"distribution": dict(answer.distribution), "rationale": answer.rationale},
+            sort_keys=True,
+        )
+        try:
+            self._db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?)", (key, stored))
+        except sqlite3.Error as exc:
+            raise _unusable(self.path, "write", exc) from None
+
+    def __len__(self) -> int:
+        try:
+            return int(self._db.execute("SELECT COUNT(*) FROM answers").fetchone()[0])
+        except sqlite3.Error as exc:
+            raise _unusable(self.path, "read", exc) from None
+
+    def close(self) -> None:
+        """Close the file."""
+        self._db.close()
+
+    def _decode(self, stored: object) -> Answer:
+        try:
+            data = json.loads(stored) if isinstance(stored, str) else None
+        except ValueError:
+            data = None
+        distribution = data.get("distribution") if isinstance(data, dict) else None
+        rationale = data.get("rationale") if isinstance(data, dict) else None
+        if (
+            not isinstance(distribution, dict)
+            or not distribution
+            or not all(
+                isinstance(label, str) and _is_mass(mass) for label, mass in distribution.items()
+            )
+            or not (rationale is None or isinstance(rationale, str))
+        ):
+            raise CacheError(f"{self.path}: holds an entry that is not a judge answer; {_ADVICE}")
+        return Answer(distribution=distribution, rationale=rationale)
+
+
+def _unusable(path: Path, action: str, exc: Exception) -> CacheError:
+    return CacheError(f"{path}: cannot {action} the judge answer cache: {exc}; {_ADVICE}")
+
+
+def _is_mass(value: object) -> bool:
+    return isinstance(value, int | float) and not isinstance(value, bool) and 0 <= value <= 1
+
+
+class CachingJudge:
+    """A judge that answers from the cache when it can and asks ``inner`` when it cannot."""
+
+    def __init__(self, inner: IdentifiedJudge, cache: AnswerCache) -> None:
+        self.inner = inner
+        self.cache = cache
+        self.hits = 0
+        self.misses = 0
+        self._identity = dict(inner.cache_identity())
+
+    @property
+    def name(self) -> str:
+        """The inner judge's name: a cached answer is that judge's answer."""
+        return self.inner.name
+
+    def __repr__(self) -> str:
+        return f"CachingJudge({self.inner!r}, {str(self.cache.path)!r})"
+
+    async def answer(self, request: JudgeRequest) -> Answer:
+        """The cached answer, or the inner judge's (stored for next time)."""
+        key = answer_key(self._identity, request)
+        cached = self.cache.get(key)
+        if cached is not None:
+            self.hits += 1
+            return cached
+        answer = await self.inner.answer(request)  # a failure raises: nothing is stored
+        self.misses += 1
+        self.cache.put(key, answer)
+        return answer
+
+
+def fresh_judge(judge: Judge) -> Judge:
+    """The judge behind any cache, for questions that must be asked anew (re-asking a flip)."""
+    return judge.inner if isinstance(judge, CachingJudge) else judge

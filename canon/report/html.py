@@ -1,0 +1,221 @@
+"""A self-contained HTML page of a run: inline CSS, no scripts, nothing fetched."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Iterable, Sequence
+
+from canon.core.compare import Comparison, Drift, Flip
+from canon.core.scoring import ArtifactResult, Cell
+from canon.report.junit import fails_on_evidence, xml_safe
+from canon.runner import ScoringPlan
+
+_STYLE = """
+body { font: 15px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 70rem;
+       padding: 0 1rem; color: #1d1d1f; }
+h1 { font-size: 1.5rem; } h2 { font-size: 1.15rem; margin: 0; }
+table { border-collapse: collapse; margin: .5rem 0 1rem; }
+th, td { border: 1px solid #d0d0d5; padding: .25rem .5rem; text-align: left;
+         vertical-align: top; }
+th { background: #f2f2f5; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; }
+section { border: 1px solid #d0d0d5; border-left-width: 6px; border-radius: 4px;
+          margin: 1rem 0; padding: .75rem 1rem; }
+.canon { border-left-color: #2e7d32; } .non-canon { border-left-color: #c62828; }
+.incomplete { border-left-color: #ef6c00; } .comparison { border-left-color: #455a64; }
+.verdict { font-weight: 700; } .non-canon .verdict { color: #c62828; }
+.canon .verdict { color: #2e7d32; } .incomplete .verdict { color: #ef6c00; }
+ul.regressions { color: #c62828; font-weight: 700; }
+.banner { font-weight: 700; padding: .5rem .75rem; border-radius: 4px; background: #f2f2f5; }
+code, .mono { font-family: ui-monospace, monospace; word-break: break-all; }
+"""
+# Defence in depth: everything is escaped, and the page also forbids scripts and fetches.
+_POLICY = "default-src 'none'; style-src 'unsafe-inline'"
+
+
+def html_report(
+    results: Sequence[ArtifactResult],
+    plan: ScoringPlan,
+    *,
+    suite: str,
+    comparison: Comparison | None = None,
+    elapsed: float | None = None,
+) -> str:
+    """One self-contained HTML page: summary, the check's comparison, then each artifact."""
+    title = f"Canon report: suite {suite}"
+    parts = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{_POLICY}">',
+        f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>",
+        f"<h1>{_e(title)}</h1>",
+        _summary(results, plan, comparison, elapsed),
+    ]
+    if comparison is not None:
+        parts.append(_comparison(comparison))
+    flips = comparison.flips if comparison is not None else ()
+    for index, result in enumerate(results, 1):
+        regressions = [f for f in flips if f.key == result.key and f.regression]
+        parts.append(_artifact(index, result, regressions))
+    parts.append("</body></html>")
+    return "\n".join(parts) + "\n"
+
+
+def verdict_of(result: ArtifactResult) -> str:
+    """canon, non-canon, or incomplete (the judge left questions unscored, no failure)."""
+    if fails_on_evidence(result):
+        return "non-canon"
+    return "incomplete" if result.unscored or not result.canon else "canon"
+
+
+def _summary(
+    results: Sequence[ArtifactResult],
+    plan: ScoringPlan,
+    comparison: Comparison | None,
+    elapsed: float | None,
+) -> str:
+    verdicts = [verdict_of(r) for r in results]
+    counts = {v: verdicts.count(v) for v in ("canon", "non-canon", "incomplete")}
+    if comparison is not None:
+        banner = {"conforms": "CONFORMS", "regressed": "REGRESSION", "unavailable": "INCOMPLETE"}[
+            comparison.status
+        ]
+    elif counts["non-canon"]:
+        banner = "NON-CANON"
+    else:
+        banner = "INCOMPLETE" if counts["incomplete"] else "ALL CANON"
+    rows = [
+        ("artifacts", str(len(results))),
+        ("canon", str(counts["canon"])),
+        ("non-canon", str(counts["non-canon"])),
+        ("incomplete", str(counts["incomplete"])),
+        ("unscored questions", str(sum(len(r.unscored) for r in results))),
+        ("rubric", f"{plan.rubric.id} {plan.rubric.version} ({plan.rubric.fingerprint})"),
+        ("judge", plan.judge.name),
+        ("constitution digest", plan.constitution.digest),
+        ("threshold", f"{plan.threshold:.3f}"),
+    ]
+    if comparison is not None:
+        rows.append(("tolerance", f"{comparison.drift.tolerance:.3f}"))
+    if elapsed is not None:
+        rows.append(("time", f"{elapsed:.2f} s"))
+    body = "".join(
+        f'<tr><th>{_e(k)}</th><td id="summary-{_slug(k)}">{_e(v)}</td></tr>' for k, v in rows
+    )
+    return f'<p class="banner" id="banner">{banner}</p><table id="summary">{body}</table>'
+
+
+def _comparison(comparison: Comparison) -> str:
+    c = comparison
+    parts = [
+        '<section class="comparison" id="comparison"><h2>Compared with the baseline</h2>',
+        f"<p>{c.checked} checked, {c.matched} matched, {len(c.new)} new, "
+        f"{len(c.missing)} recorded but missing</p>",
+    ]
+    if c.flips:
+        rows = [
+            (
+                f.key,
+                f.question,
+                f.text,
+                f"{f.baseline_score:.2f} ({f.baseline_confidence:.2f})",
+                f"{f.score:.2f} ({f.confidence:.2f})",
+                f.status + (" - regression" if f.regression else ""),
+            )
+            for f in c.flips
+        ]
+        heads = ("artifact", "question", "subject", "baseline (conf.)", "now (conf.)", "status")
+        parts.append("<h3>Per-question flips (Layer 1)</h3>" + _table("flips", heads, rows))
+    parts.append(_drift(c.drift))
+    if c.notes:
+        parts.append("<h3>Notes</h3>" + _list("notes", c.notes))
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _drift(drift: Drift) -> str:
+    def number(value: float | None) -> str:
+        return "-" if value is None else f"{value:.3f}"
+
+    test = drift.test
+    rows = [
+        ("baseline mean", number(drift.baseline_mean)),
+        ("current mean", number(drift.current_mean)),
+        ("drop", number(drift.drop)),
+        ("tolerance", number(drift.tolerance)),
+        ("test", f"{test.method}: {test.detail}"),
+        ("one-sided p", "-" if test.p_value is None else f"{test.p_value:.3g}"),
+        ("smallest flaggable drop", number(drift.smallest_flaggable)),
+        ("verdict", "REGRESSION" if drift.regressed else "no regression"),
+    ]
+    body = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
+    return f'<h3>Mean drift (Layer 2)</h3><table id="drift">{body}</table>'
+
+
+def _artifact(index: int, result: ArtifactResult, regressions: Sequence[Flip]) -> str:
+    verdict = verdict_of(result)
+    score = "-" if result.score is None else f"{result.score:.3f}"
+    parts = [
+        f'<section class="artifact {verdict}" id="artifact-{index}" data-verdict="{verdict}">',
+        f'<h2 class="key mono">{_e(result.key)}</h2>',
+        f'<p><span class="verdict">{verdict.upper()}</span> score <span class="score">'
+        f"{score}</span> (threshold {result.threshold:.3f})"
+        + (", NSCP gate tripped" if result.gated else "")
+        + "</p>",
+    ]
+    if regressions:
+        flipped = (
+            f"{f.question} flipped from satisfied to violated ({f.status})" for f in regressions
+        )
+        parts.append(_list("regressions", flipped))
+    if result.reasons:
+        parts.append(_list("reasons", result.reasons))
+    if result.notes:
+        parts.append(_list("notes", result.notes))
+    if result.gates:
+        gates = [(g.gate, g.status, "; ".join(g.reasons)) for g in result.gates]
+        parts.append(_table("gates", ("gate", "outcome", "reasons"), gates))
+    if result.cells:
+        heads = ("id", "subject", "state", "score", "confidence", "error")
+        parts.append(_table("questions", heads, [_cell_row(c) for c in result.cells]))
+    parts.append("</section>")
+    return "\n".join(parts)
+
+
+def _cell_row(cell: Cell) -> tuple[str, ...]:
+    def number(value: float | None) -> str:
+        return "" if value is None else f"{value:.2f}"
+
+    subject = cell.question.subject or cell.question.text
+    return (
+        cell.id,
+        subject,
+        cell.state,
+        number(cell.score),
+        number(cell.confidence),
+        cell.error or "",
+    )
+
+
+def _table(kind: str, heads: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+    head = "".join(f"<th>{_e(h)}</th>" for h in heads)
+    body = "".join(
+        f'<tr class="{kind}-row">'
+        + "".join(f'<td class="{_slug(h)}">{_e(v)}</td>' for h, v in zip(heads, row, strict=True))
+        + "</tr>"
+        for row in rows
+    )
+    return f'<table class="{kind}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
+
+
+def _list(kind: str, items: Iterable[str]) -> str:
+    return f'<ul class="{kind}">' + "".join(f"<li>{_e(i)}</li>" for i in items) + "</ul>"
+
+
+def _slug(text: str) -> str:
+    return "-".join(text.replace("(", "").replace(")", "").replace(".", "").split())
+
+
+def _e(text: str) -> str:
+    # Escaped for HTML, and stripped of characters no markup language can carry.
+    return html.escape(xml_safe(text), quote=True)

@@ -1,0 +1,197 @@
+"""JUnit XML for CI dashboards: one testcase per artifact, plus mean drift for a check."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from collections.abc import Sequence
+
+from canon.core.compare import Comparison, Flip
+from canon.core.scoring import ArtifactResult
+from canon.runner import ScoringPlan
+
+# Everything XML 1.0 has no way to express, even as a character reference: C0 controls
+# other than tab, newline and carriage return, lone surrogates, and U+FFFE/U+FFFF.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_safe(text: str) -> str:
+    """``text`` with characters XML 1.0 forbids shown as visible ``\\xNN`` escapes."""
+    return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def fails_on_evidence(result: ArtifactResult) -> bool:
+    """Whether an artifact is non-canon on evidence, not merely because the judge was down."""
+    if result.stopped_by is not None or result.gated:
+        return True
+    if result.score is None:
+        return not result.unscored  # no question applied at all
+    return result.score < result.threshold
+
+
+def junit_xml(
+    results: Sequence[ArtifactResult],
+    plan: ScoringPlan,
+    *,
+    suite: str,
+    comparison: Comparison | None = None,
+    elapsed: float | None = None,
+) -> str:
+    """A JUnit XML document for a scored run, and for ``canon check`` its comparison."""
+    root = ET.Element("testsuites")
+    testsuite = ET.SubElement(root, "testsuite", name="canon")
+    _properties(testsuite, plan, comparison)
+    classname = f"canon.{suite}"
+    flips = _flips_by_key(comparison)
+    for result in results:
+        _artifact_case(testsuite, classname, result, flips.get(result.key, ()))
+    if comparison is not None:
+        for key in comparison.missing:
+            case = _case(testsuite, classname, key)
+            _child(case, "skipped", "recorded in the baseline but not in this run")
+        _drift_case(testsuite, classname, comparison)
+        if comparison.notes:
+            _text(testsuite, "system-out", "\n".join(comparison.notes))
+    cases = testsuite.findall("testcase")
+    failures = sum(case.find("failure") is not None for case in cases)
+    errors = sum(case.find("failure") is None and case.find("error") is not None for case in cases)
+    skipped = sum(case.find("skipped") is not None for case in cases)
+    counts = {
+        "tests": len(cases),
+        "failures": failures,
+        "errors": errors,
+        "skipped": skipped,
+        "time": f"{elapsed:.3f}" if elapsed is not None else "0",
+    }
+    for name, value in counts.items():
+        testsuite.set(name, str(value))
+        root.set(name, str(value))
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _properties(testsuite: ET.Element, plan: ScoringPlan, comparison: Comparison | None) -> None:
+    values = {
+        "rubric.id": plan.rubric.id,
+        "rubric.version": plan.rubric.version,
+        "rubric.fingerprint": plan.rubric.fingerprint,
+        "judge": plan.judge.name,
+        "constitution": plan.constitution.digest,
+        "threshold": f"{plan.threshold:g}",
+    }
+    if comparison is not None:
+        values["tolerance"] = f"{comparison.drift.tolerance:g}"
+        values["status"] = comparison.status
+    properties = ET.SubElement(testsuite, "properties")
+    for name, value in values.items():
+        ET.SubElement(properties, "property", name=name, value=xml_safe(value))
+
+
+def _flips_by_key(comparison: Comparison | None) -> dict[str, tuple[Flip, ...]]:
+    grouped: dict[str, list[Flip]] = {}
+    for flip in comparison.flips if comparison is not None else ():
+        grouped.setdefault(flip.key, []).append(flip)
+    return {key: tuple(flips) for key, flips in grouped.items()}
+
+
+def _artifact_case(
+    testsuite: ET.Element, classname: str, result: ArtifactResult, flips: Sequence[Flip]
+) -> None:
+    case = _case(testsuite, classname, result.key)
+    if fails_on_evidence(result):
+        _child(
+            case,
+            "failure",
+            f"non-canon: {result.reasons[0] if result.reasons else result.key}",
+            "non-canon",
+            "\n".join(result.reasons),
+        )
+    for flip in flips:
+        if flip.regression:
+            _child(case, "failure", _flip_message(flip), "regression", _flip_body(flip))
+    unscored = result.unscored
+    unavailable = [f for f in flips if f.status == "unavailable"]
+    lines = [f"{cell.id}: {cell.error}" for cell in unscored]
+    lines.extend(f"{f.question}: re-asking the judge about a flip failed" for f in unavailable)
+    failed = case.find("failure") is not None
+    if lines and not failed:
+        message = f"the judge left {len(lines)} question(s) unscored"
+        _child(case, "error", message, "judge-unavailable", "\n".join(lines))
+    out = (
+        []
+        if result.score is None
+        else [f"score {result.score:.3f}, threshold {result.threshold:.3f}"]
+    )
+    out.extend(result.notes)
+    out.extend(
+        f"{f.question} flipped once but the judge did not repeat it on re-ask"
+        for f in flips
+        if f.status == "unconfirmed"
+    )
+    if failed:  # the failure decides the outcome; what the judge left out is still shown
+        out.extend(f"unscored {line}" for line in lines)
+    if out:
+        _text(case, "system-out", "\n".join(out))
+
+
+def _flip_message(flip: Flip) -> str:
+    return f"regression: {flip.question} flipped from satisfied to violated ({flip.status})"
+
+
+def _flip_body(flip: Flip) -> str:
+    return (
+        f"{flip.question}: {flip.text}\n"
+        f"baseline {flip.baseline_score:.2f} (confidence {flip.baseline_confidence:.2f}) -> "
+        f"now {flip.score:.2f} (confidence {flip.confidence:.2f}), {flip.status}"
+    )
+
+
+def _drift_case(testsuite: ET.Element, classname: str, comparison: Comparison) -> None:
+    drift = comparison.drift
+    # its own classname, so an artifact keyed "mean-drift" cannot be mistaken for it
+    case = _case(testsuite, f"{classname}.check", "mean-drift")
+    if drift.baseline_mean is None or drift.current_mean is None or drift.drop is None:
+        _child(case, "skipped", "mean drift not tested: nothing to compare")
+        return
+    numbers = (
+        f"baseline mean {drift.baseline_mean:.3f}, current mean {drift.current_mean:.3f}, "
+        f"drop {drift.drop:.3f}, tolerance {drift.tolerance:.3f}"
+    )
+    test = drift.test
+    detail = [numbers, f"test: {test.method} ({test.detail})"]
+    if test.p_value is not None:
+        detail.append(f"one-sided p = {test.p_value:.3g}")
+    if drift.smallest_flaggable is not None:
+        detail.append(f"smallest drop this check could flag: {drift.smallest_flaggable:.3f}")
+    if drift.regressed:
+        _child(
+            case,
+            "failure",
+            f"mean dropped by {drift.drop:.3f}, beyond the tolerance and beyond noise",
+            "regression",
+            "\n".join(detail),
+        )
+    elif test.method == "none":
+        _child(case, "skipped", f"mean drift not tested: {test.detail}")
+    else:
+        _text(case, "system-out", "\n".join(detail))
+
+
+def _case(testsuite: ET.Element, classname: str, name: str) -> ET.Element:
+    return ET.SubElement(
+        testsuite, "testcase", classname=xml_safe(classname), name=xml_safe(name), time="0"
+    )
+
+
+def _child(
+    case: ET.Element, tag: str, message: str, kind: str | None = None, body: str = ""
+) -> None:
+    element = ET.SubElement(case, tag, message=xml_safe(message))
+    if kind is not None:
+        element.set("type", kind)
+    if body:
+        element.text = xml_safe(body)
+
+
+def _text(parent: ET.Element, tag: str, text: str) -> None:
+    ET.SubElement(parent, tag).text = xml_safe(text)

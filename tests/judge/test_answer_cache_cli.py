@@ -1,0 +1,116 @@
+"""The answer cache through real `canon` processes talking HTTP to a local model server."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+SUITE = "artifacts:\n  - id: refund\n    text: {text}\n"
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """The example project with one artifact, scored by a model judge."""
+    target = tmp_path / "project"
+    shutil.copytree(EXAMPLES, target)
+    (target / "canon.yaml").write_text(
+        "judge_model: openai:fake-judge\nconstitution_path: constitution.yaml\n"
+        "suite: one.yaml\nbaselines_dir: baselines\n"
+    )
+    (target / "one.yaml").write_text(SUITE.format(text="I refunded the duplicate charge."))
+    return target
+
+
+def _canon(project: Path, server: Any, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test"}
+    return subprocess.run(
+        [sys.executable, "-m", "canon.cli", *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def test_a_second_score_reuses_every_answer_and_no_cache_asks_again(project, fake_llm):
+    fake_llm.script("contradict any part", "ANSWER: no")
+    fake_llm.script("", "ANSWER: yes")
+    first = _canon(project, fake_llm, "score", "--format", "json")
+    assert first.returncode == 0, first.stderr
+    assert len(fake_llm.requests) == 10 and "judge cache" not in first.stderr
+    assert (project / ".canon" / "judge-cache.sqlite3").is_file()
+
+    second = _canon(project, fake_llm, "score", "--format", "json")
+    assert second.returncode == 0, second.stderr
+    assert second.stdout == first.stdout
+    assert len(fake_llm.requests) == 10
+    assert "judge cache: 10 of 10 answer(s) reused" in second.stderr
+
+    third = _canon(project, fake_llm, "score", "--no-cache", "--format", "json")
+    assert third.returncode == 0 and len(fake_llm.requests) == 20
+    assert "judge cache" not in third.stderr
+
+
+def test_check_re_asks_a_flip_of_the_judge_itself_not_of_the_cache(project, fake_llm):
+    fake_llm.script("contradict any part", "ANSWER: no")
+    mission = fake_llm.script("serve the mission", "ANSWER: yes")
+    fake_llm.script("", "ANSWER: yes")
+    accepted = _canon(project, fake_llm, "accept", "--quiet")
+    assert accepted.returncode == 0, accepted.stderr
+    assert len(fake_llm.requests) == 10
+
+    # the same artifact id with a new text: its questions are asked anew, and the judge
+    # now says the mission is not served, then takes it back when asked again
+    (project / "one.yaml").write_text(SUITE.format(text="I refunded both charges, to be safe."))
+    mission.replies, mission.hits = ("ANSWER: no", "ANSWER: yes"), 0
+    checked = _canon(project, fake_llm, "check", "--quiet")
+    assert len(fake_llm.requests) == 21  # 10 new questions and 1 re-ask
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "not repeated on re-ask" in checked.stdout
+
+
+def test_an_unusable_cache_file_stops_the_run_with_one_line(project, fake_llm):
+    fake_llm.script("contradict any part", "ANSWER: no")
+    fake_llm.script("", "ANSWER: yes")
+    cache = project / ".canon" / "judge-cache.sqlite3"
+    cache.parent.mkdir()
+    cache.write_bytes(b"definitely not an SQLite database " * 4)
+    completed = _canon(project, fake_llm, "score")
+    assert completed.returncode == 2
+    lines = completed.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("canon: error: ")
+    assert "judge answer cache" in lines[0] and "--no-cache" in lines[0]
+    assert fake_llm.requests == []
+    assert _canon(project, fake_llm, "score", "--no-cache", "--quiet").returncode == 0
+
+
+def test_a_mock_judge_run_writes_no_cache(tmp_path):
+    target = tmp_path / "project"
+    shutil.copytree(EXAMPLES, target)
+    completed = subprocess.run(
+        [sys.executable, "-m", "canon.cli", "score", "--quiet"],
+        cwd=target,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert completed.returncode in (0, 1), completed.stderr
+    assert not (target / ".canon").exists()
+
+
+def test_judge_cache_false_in_canon_yaml_turns_the_cache_off(project, fake_llm):
+    fake_llm.script("", "ANSWER: yes")
+    with (project / "canon.yaml").open("a") as config:
+        config.write("judge_cache: false\n")
+    for _ in range(2):
+        assert _canon(project, fake_llm, "score", "--quiet").returncode in (0, 1)
+    assert len(fake_llm.requests) == 20
+    assert not (project / ".canon").exists()

@@ -1,0 +1,109 @@
+"""Scored runs for the report tests: real scoring with a scripted judge and a fake gate."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from canon.core.artifact import Artifact
+from canon.core.baseline import baseline_from_results
+from canon.core.compare import Comparison, confirm_flips, gate
+from canon.core.constitution import Constitution
+from canon.core.rubric import Question
+from canon.core.scoring import ArtifactResult, unscored_cell
+from canon.errors import JudgeUnavailableError
+from canon.gates.outcome import GateOutcome
+from canon.judge.mock import MockJudge
+from canon.runner import ScoringPlan, score_artifacts
+from canon.store import load_rubric
+
+# Everything a report must carry as inert text: markup, a CDATA terminator, both quote
+# kinds, an ampersand, and a control character XML 1.0 cannot express.
+HOSTILE = "<script>window.canonPwned = 1; alert(1)</script> ]]> \"dq\" 'sq' & \x01 end"
+
+ARTIFACTS = {
+    "fine": Artifact("All good, refunded 10 EUR.", id="fine"),
+    "contradicts": Artifact("CONTRADICTS the mission.", id="contradicts"),
+    "weak": Artifact("WEAK answer.", id="weak"),
+    "judge-down": Artifact("DOWN: the judge fails on this one.", id="judge-down"),
+    "hostile": Artifact("HOSTILE gate stops this.", id=HOSTILE),
+}
+
+
+def scripted(question: Question, text: str) -> str:
+    """Yes to every facet and no contradiction, except where an artifact's text says."""
+    if question.kind == "gate":
+        return "yes" if text.startswith("CONTRADICTS") else "no"
+    if text.startswith("DOWN") and question.id == "mission":
+        raise JudgeUnavailableError("rate limited after 3 retries <b>&</b>")
+    if text.startswith("WEAK") and question.kind != "gate":
+        return "no" if question.id != "tradeoff" else "n/a"
+    return "n/a" if question.id == "tradeoff" else "yes"
+
+
+def hostile_gate(artifact: Artifact) -> GateOutcome:
+    """A policy gate that stops the hostile artifact with hostile reasons."""
+    if artifact.text.startswith("HOSTILE"):
+        return GateOutcome("policy", "fail", (f"rule {HOSTILE} failed", "second reason"))
+    return GateOutcome("policy", "pass")
+
+
+def make_plan(constitution: Constitution, script: Any = scripted) -> ScoringPlan:
+    """A plan scoring with the real rubric, a scripted judge and the hostile gate."""
+    return ScoringPlan(
+        constitution, load_rubric(), MockJudge(script, name="mock:test"), 0.85, (hostile_gate,)
+    )
+
+
+def score(plan: ScoringPlan, artifacts: Sequence[Artifact]) -> tuple[ArtifactResult, ...]:
+    """Score artifacts for real (gates, judge, verdicts)."""
+    return asyncio.run(score_artifacts(plan, artifacts))
+
+
+@pytest.fixture
+def plan(constitution: Constitution) -> ScoringPlan:
+    """The scripted plan under the example constitution."""
+    return make_plan(constitution)
+
+
+@pytest.fixture
+def mixed(plan: ScoringPlan) -> tuple[ArtifactResult, ...]:
+    """One canon, one NSCP-gated, one below threshold, one unscored, one hostile and stopped."""
+    return score(plan, list(ARTIFACTS.values()))
+
+
+@pytest.fixture
+def regressed(
+    constitution: Constitution,
+) -> tuple[ScoringPlan, tuple[ArtifactResult, ...], Comparison]:
+    """A check: P2 flips on 'fine' (confirmed) and on 'also-fine' (re-ask fails), 'weak'
+    stays below the threshold, and the recorded 'gone' is not in the run."""
+    also = Artifact("Also good.", id="also-fine")
+    before = make_plan(constitution)
+    recorded = score(before, [ARTIFACTS["fine"], also, ARTIFACTS["weak"], Artifact("x", id="gone")])
+    baseline = baseline_from_results(
+        recorded,
+        rubric=before.rubric,
+        judge="mock:test",
+        constitution=constitution.digest,
+        threshold=0.85,
+    )
+
+    def flipped(question: Question, text: str) -> str:
+        return "no" if question.id == "P2" else scripted(question, text)
+
+    plan = make_plan(constitution, flipped)
+    results = score(plan, [ARTIFACTS["fine"], also, ARTIFACTS["weak"]])
+    comparison = gate(results, baseline, 0.85, 0.02)
+    p2 = results[0].cell("P2")
+    reasked = {("fine", "P2"): p2, ("also-fine", "P2"): unscored_cell(p2.question, "timed out")}
+    return plan, results, confirm_flips(comparison, reasked)
+
+
+@pytest.fixture
+def hostile() -> str:
+    """The hostile text the hostile artifact's key and gate reasons carry."""
+    return HOSTILE

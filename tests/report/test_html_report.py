@@ -1,0 +1,110 @@
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from canon.report.html import html_report, verdict_of
+
+SCREENSHOT = Path("/tmp/canon-html-report-screenshot.png")
+
+
+def test_the_page_has_no_script_and_fetches_nothing(mixed, plan):
+    page = html_report(mixed, plan, suite="demo")
+    assert "<script" not in page.lower()
+    assert not re.search(r"\b(src|href)=", page)
+    assert "http://" not in page and "https://" not in page and "@import" not in page
+    assert "default-src 'none'" in page  # and the browser is told to refuse scripts anyway
+
+
+def test_hostile_text_is_escaped_everywhere(mixed, plan, hostile):
+    page = html_report(mixed, plan, suite="demo")
+    assert "\x01" not in page and "]]>" not in page
+    escaped = "&lt;script&gt;window.canonPwned = 1; alert(1)&lt;/script&gt; ]]&gt; &quot;dq&quot;"
+    assert page.count(escaped) >= 3  # the key, the reason and the gate table
+    assert "&#x27;sq&#x27; &amp; \\x01 end" in page
+    assert "rate limited after 3 retries &lt;b&gt;&amp;&lt;/b&gt;" in page
+
+
+def test_each_artifact_gets_a_section_with_its_verdict_and_question_table(mixed, plan):
+    page = html_report(mixed, plan, suite="demo")
+    verdicts = re.findall(
+        r'<section class="artifact [^"]+" id="artifact-\d+" data-verdict="([^"]+)"', page
+    )
+    assert verdicts == ["canon", "non-canon", "non-canon", "incomplete", "non-canon"]
+    assert verdicts == [verdict_of(r) for r in mixed]
+    assert page.count('<tr class="questions-row">') == sum(len(r.cells) for r in mixed)
+    assert '<td id="summary-judge">mock:test</td>' in page
+    assert f'<td id="summary-constitution-digest">{plan.constitution.digest}</td>' in page
+
+
+def test_a_check_page_shows_flips_drift_and_notes(regressed):
+    plan, results, comparison = regressed
+    page = html_report(results, plan, suite="demo", comparison=comparison)
+    assert '<p class="banner" id="banner">REGRESSION</p>' in page
+    assert page.count('<tr class="flips-row">') == len(comparison.flips) == 2
+    assert "confirmed - regression" in page and "unavailable" in page
+    assert '<table id="drift">' in page and "<th>baseline mean</th>" in page
+    assert "not in this run: gone" in page
+
+
+def _open(page, tmp_path: Path, text: str) -> str:
+    path = tmp_path / "report.html"
+    path.write_text(text, encoding="utf-8")
+    url = path.as_uri()
+    page.navigate(url)
+    return url
+
+
+def test_the_report_renders_in_chromium_with_hostile_text_inert(
+    page, tmp_path, mixed, plan, hostile
+):
+    url = _open(page, tmp_path, html_report(mixed, plan, suite="demo"))
+    seen = page.evaluate(
+        """(() => ({
+            pwned: typeof window.canonPwned,
+            scripts: document.scripts.length,
+            sections: [...document.querySelectorAll('section.artifact')].map((s) => ({
+                key: s.querySelector('h2').textContent,
+                verdict: s.querySelector('.verdict').textContent,
+                rows: s.querySelectorAll('tr.questions-row').length,
+                states: [...s.querySelectorAll('tr.questions-row td.state')]
+                    .map((td) => td.textContent),
+            })),
+            reasons: [...document.querySelectorAll('ul.reasons li')].map((li) => li.textContent),
+            banner: document.getElementById('banner').textContent,
+        }))()"""
+    )
+    assert seen["pwned"] == "undefined" and seen["scripts"] == 0
+    assert [s["verdict"] for s in seen["sections"]] == [
+        "CANON",
+        "NON-CANON",
+        "NON-CANON",
+        "INCOMPLETE",
+        "NON-CANON",
+    ]
+    shown = hostile.replace("\x01", "\\x01")
+    assert [s["key"] for s in seen["sections"]] == [*(r.key for r in mixed[:4]), shown]
+    assert [s["rows"] for s in seen["sections"]] == [len(r.cells) for r in mixed]
+    assert seen["sections"][3]["states"].count("unscored") == 1
+    assert f"policy gate failed: rule {shown} failed; second reason" in seen["reasons"]
+    assert seen["banner"] == "NON-CANON"
+    assert page.requested_urls() == [url]
+    assert page.console_problems() == []
+    page.screenshot(SCREENSHOT)
+
+
+def test_a_check_report_in_chromium_lists_the_flips(page, tmp_path, regressed):
+    plan, results, comparison = regressed
+    _open(page, tmp_path, html_report(results, plan, suite="demo", comparison=comparison))
+    flips = page.evaluate(
+        "[...document.querySelectorAll('#comparison tr.flips-row')]"
+        ".map((tr) => [...tr.cells].map((td) => td.textContent))"
+    )
+    assert [(f[0], f[1], f[5]) for f in flips] == [
+        ("fine", "P2", "confirmed - regression"),
+        ("also-fine", "P2", "unavailable"),
+    ]
+    notes = page.evaluate(
+        "[...document.querySelectorAll('ul.notes li')].map((li) => li.textContent)"
+    )
+    assert all(note in notes for note in comparison.notes)
