@@ -27,6 +27,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="FILE",
         help="canon.yaml (or pyproject.toml) for the canon_* fixtures; default: search upward.",
     )
+    group.addoption(
+        "--canon-no-cache",
+        action="store_true",
+        default=False,
+        help="canon_metric asks the model judge every question anew (no answer cache).",
+    )
 
 
 @pytest.fixture(scope="session")
@@ -61,9 +67,12 @@ def canon_constitution(canon_config: Config) -> Constitution:
 
 
 @pytest.fixture(scope="session")
-def canon_metric(canon_config: Config, canon_constitution: Constitution) -> CoherenceMetric:
-    """A CoherenceMetric with the config's judge, threshold, policy and contract."""
+def canon_metric(
+    request: pytest.FixtureRequest, canon_config: Config, canon_constitution: Constitution
+) -> CoherenceMetric:
+    """A CoherenceMetric with the config's judge (and answer cache), threshold and gates."""
     from canon.errors import CanonError
+    from canon.judge.cache import cached_judge
     from canon.judge.factory import judge_from_spec
     from canon.metric import CoherenceMetric
 
@@ -71,14 +80,16 @@ def canon_metric(canon_config: Config, canon_constitution: Constitution) -> Cohe
         raise pytest.UsageError(
             f"canon: {canon_config.source or 'no canon.yaml found'}: set 'judge_model'"
         )
+    cache = None if request.config.getoption("--canon-no-cache") else canon_config.judge_cache
     try:
+        judge = judge_from_spec(
+            canon_config.judge_model,
+            base_dir=canon_config.base_dir,
+            options=canon_config.judge_options,
+        )
         return CoherenceMetric(
             constitution=canon_constitution,
-            judge=judge_from_spec(
-                canon_config.judge_model,
-                base_dir=canon_config.base_dir,
-                options=canon_config.judge_options,
-            ),
+            judge=cached_judge(judge, cache),
             threshold=canon_config.threshold,
             policy=canon_config.policy,
             contract=canon_config.contract,

@@ -15,7 +15,7 @@ from canon.core.compare import Comparison
 from canon.core.scoring import ArtifactResult
 from canon.errors import ConfigError, UsageError
 from canon.gate_loading import contract_gate, policy_gate
-from canon.judge.cache import AnswerCache, CachingJudge, IdentifiedJudge
+from canon.judge.cache import CachingJudge, cached_judge
 from canon.judge.factory import judge_from_spec
 from canon.judge.sync import run_sync
 from canon.report.html import html_report
@@ -138,8 +138,7 @@ def build_plan(config: Config, *, use_cache: bool = True) -> ScoringPlan:
         config.judge_model, base_dir=config.base_dir, options=config.judge_options
     )
     # Opened last, so a config error above never leaves an empty cache file behind.
-    if use_cache and config.judge_cache is not None and isinstance(judge, IdentifiedJudge):
-        judge = CachingJudge(judge, AnswerCache(config.judge_cache))
+    judge = cached_judge(judge, config.judge_cache if use_cache else None)
     return ScoringPlan(
         constitution=constitution,
         rubric=rubric,

@@ -162,6 +162,17 @@ class CachingJudge:
         return answer
 
 
+def cached_judge(judge: Judge, path: Path | None) -> Judge:
+    """``judge`` answering through the cache at ``path``; as it is when it cannot be cached.
+
+    No path (caching turned off) or a judge without ``cache_identity`` (a ``MockJudge``)
+    leaves the judge alone.
+    """
+    if path is None or not isinstance(judge, IdentifiedJudge):
+        return judge
+    return CachingJudge(judge, AnswerCache(path))
+
+
 def fresh_judge(judge: Judge) -> Judge:
     """The judge behind any cache, for questions that must be asked anew (re-asking a flip)."""
     return judge.inner if isinstance(judge, CachingJudge) else judge

@@ -114,3 +114,28 @@ def test_judge_cache_false_in_canon_yaml_turns_the_cache_off(project, fake_llm):
         assert _canon(project, fake_llm, "score", "--quiet").returncode in (0, 1)
     assert len(fake_llm.requests) == 20
     assert not (project / ".canon").exists()
+
+
+def test_the_canon_metric_fixture_answers_from_the_cache_on_the_next_pytest_run(
+    pytester, fake_llm, monkeypatch
+):
+    shutil.copy(EXAMPLES / "constitution.yaml", pytester.path / "constitution.yaml")
+    (pytester.path / "canon.yaml").write_text(
+        "judge_model: openai:fake-judge\nconstitution_path: constitution.yaml\n"
+    )
+    pytester.makepyfile(
+        test_reply="""
+        def test_reply_coheres(canon_metric):
+            canon_metric.assert_coheres("I refunded the duplicate charge (Section 4.2).")
+        """
+    )
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    fake_llm.script("contradict any part", "ANSWER: no")
+    fake_llm.script("", "ANSWER: yes")
+    pytester.runpytest_subprocess("-q").assert_outcomes(passed=1)
+    assert len(fake_llm.requests) == 10
+    pytester.runpytest_subprocess("-q").assert_outcomes(passed=1)
+    assert len(fake_llm.requests) == 10
+    pytester.runpytest_subprocess("-q", "--canon-no-cache").assert_outcomes(passed=1)
+    assert len(fake_llm.requests) == 20
