@@ -25,7 +25,7 @@ section { border: 1px solid #d0d0d5; border-left-width: 6px; border-radius: 4px;
 .incomplete { border-left-color: #ef6c00; } .comparison { border-left-color: #455a64; }
 .verdict { font-weight: 700; } .non-canon .verdict { color: #c62828; }
 .canon .verdict { color: #2e7d32; } .incomplete .verdict { color: #ef6c00; }
-ul.regressions { color: #c62828; font-weight: 700; }
+ul.regressions, .regressed { color: #c62828; font-weight: 700; }
 .banner { font-weight: 700; padding: .5rem .75rem; border-radius: 4px; background: #f2f2f5; }
 code, .mono { font-family: ui-monospace, monospace; word-break: break-all; }
 """
@@ -158,8 +158,10 @@ def _artifact(index: int, result: ArtifactResult, regressions: Sequence[Flip]) -
     parts = [
         f'<section class="artifact {verdict}" id="artifact-{index}" data-verdict="{verdict}">',
         f'<h2 class="key mono">{_e(result.key)}</h2>',
-        f'<p><span class="verdict">{verdict.upper()}</span> score <span class="score">'
-        f"{score}</span> (threshold {result.threshold:.3f})"
+        f'<p><span class="verdict">{verdict.upper()}</span>'
+        # the artifact may still score as canon; the flip against its baseline is what fails
+        + (' <span class="regressed">REGRESSED</span>' if regressions else "")
+        + f' score <span class="score">{score}</span> (threshold {result.threshold:.3f})'
         + (", NSCP gate tripped" if result.gated else "")
         + "</p>",
     ]

@@ -45,6 +45,10 @@ def test_a_check_page_shows_flips_drift_and_notes(regressed):
     assert "confirmed - regression" in page and "unavailable" in page
     assert '<table id="drift">' in page and "<th>baseline mean</th>" in page
     assert "not in this run: gone" in page
+    # only the artifact whose flip was confirmed is marked regressed in its heading line
+    assert page.count('<span class="regressed">REGRESSED</span>') == 1
+    fine = page[page.index('<h2 class="key mono">fine</h2>') :]
+    assert fine.split("</p>")[0].count("REGRESSED") == 1
 
 
 def _open(page, tmp_path: Path, text: str) -> str:
