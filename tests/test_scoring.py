@@ -5,6 +5,7 @@ import pytest
 from canon import Answer, relevant_questions, wilson_ci
 from canon.core.rubric import Choice, Question
 from canon.core.scoring import (
+    fails_on_evidence,
     failure_message,
     gate_tripped,
     judge_verdict,
@@ -157,3 +158,17 @@ def test_wilson_interval_matches_a_known_value_and_stays_in_bounds():
 def test_wilson_interval_refuses_impossible_counts(args):
     with pytest.raises(UsageError):
         wilson_ci(*args)
+
+
+def test_only_evidence_fails_an_artifact_and_a_judge_outage_alone_does_not():
+    yes, no = Answer({"yes": 1.0}), Answer({"no": 1.0})
+    canon = judge_verdict("k", [score_cell(FACET, yes), score_cell(GATE, no)], 0.5)
+    below = judge_verdict("k", [score_cell(FACET, no), score_cell(GATE, no)], 0.6)  # mean 0.5
+    gated = judge_verdict("k", [score_cell(FACET, yes), score_cell(GATE, yes)], 0.5)
+    nothing_applied = judge_verdict("k", [score_cell(FACET, Answer({"n/a": 1.0}))], 0.5)
+    outage = judge_verdict("k", [unscored_cell(FACET, "down"), unscored_cell(GATE, "down")], 0.5)
+    stopped = stopped_verdict("k", 0.5, [GateOutcome("policy", "fail", ("rule r1",))])
+    assert not fails_on_evidence(canon) and canon.canon
+    assert fails_on_evidence(below) and fails_on_evidence(gated) and fails_on_evidence(stopped)
+    assert fails_on_evidence(nothing_applied) and not nothing_applied.canon
+    assert not fails_on_evidence(outage) and not outage.canon

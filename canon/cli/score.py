@@ -22,7 +22,7 @@ from canon.cli.run import (
     suite_option,
     write_reports,
 )
-from canon.core.scoring import ArtifactResult
+from canon.core.scoring import ArtifactResult, fails_on_evidence
 from canon.report.json_report import results_document
 from canon.report.text import render_results
 from canon.store import dump_json
@@ -75,12 +75,6 @@ def score(
 
 def exit_code(results: Sequence[ArtifactResult]) -> int:
     """1 for a real failure; else 3 when the judge left questions unscored; else 0."""
-    if any(_fails_on_evidence(r) for r in results):
+    if any(fails_on_evidence(r) for r in results):
         return 1
     return 3 if any(r.unscored for r in results) else 0
-
-
-def _fails_on_evidence(result: ArtifactResult) -> bool:
-    # Unscored questions alone do not make a regression: CI may retry a flaky judge.
-    below = result.score is not None and result.score < result.threshold
-    return bool(result.stopped_by) or result.gated or below

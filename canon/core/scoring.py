@@ -217,6 +217,19 @@ def judge_verdict(
     )
 
 
+def fails_on_evidence(result: ArtifactResult) -> bool:
+    """Whether an artifact is non-canon on evidence, not merely because the judge was down.
+
+    A gate that stopped it, a tripped NSCP gate, a score below the threshold, or no
+    applicable question at all; unscored questions alone are not evidence (CI may retry).
+    """
+    if result.stopped_by is not None or result.gated:
+        return True
+    if result.score is None:
+        return not result.unscored
+    return result.score < result.threshold
+
+
 def stopped_verdict(key: str, threshold: float, gates: Sequence[GateOutcome]) -> ArtifactResult:
     """The verdict on an artifact a deterministic gate stopped before any judge call."""
     reasons = tuple(

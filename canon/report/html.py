@@ -6,8 +6,8 @@ import html
 from collections.abc import Iterable, Sequence
 
 from canon.core.compare import Comparison, Drift, Flip
-from canon.core.scoring import ArtifactResult, Cell
-from canon.report.junit import fails_on_evidence, xml_safe
+from canon.core.scoring import ArtifactResult, Cell, fails_on_evidence
+from canon.report.junit import xml_safe
 from canon.runner import ScoringPlan
 
 _STYLE = """

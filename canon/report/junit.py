@@ -7,7 +7,7 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from canon.core.compare import Comparison, Flip
-from canon.core.scoring import ArtifactResult
+from canon.core.scoring import ArtifactResult, fails_on_evidence
 from canon.runner import ScoringPlan
 
 # Everything XML 1.0 has no way to express, even as a character reference: C0 controls
@@ -18,15 +18,6 @@ _NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
 def xml_safe(text: str) -> str:
     """``text`` with characters XML 1.0 forbids shown as visible ``\\xNN`` escapes."""
     return _NOT_XML.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-
-
-def fails_on_evidence(result: ArtifactResult) -> bool:
-    """Whether an artifact is non-canon on evidence, not merely because the judge was down."""
-    if result.stopped_by is not None or result.gated:
-        return True
-    if result.score is None:
-        return not result.unscored  # no question applied at all
-    return result.score < result.threshold
 
 
 def junit_xml(
