@@ -179,6 +179,13 @@ def test_a_legacy_baseline_gates_on_the_mean_with_a_note(project):
     assert "flips" not in regressed.stdout
 
 
+def _mission_question_down(question: Question, text: str) -> str:
+    """A judge that answers every question but one, which stays unavailable after retries."""
+    if question.id == "mission":
+        raise JudgeUnavailableError("rate limited after 3 retries")
+    return {"G": "no", "tradeoff": "n/a"}.get(question.id, "yes")
+
+
 def _with_judge(monkeypatch, script) -> MockJudge:
     """Make the CLI use a MockJudge driven by a callable instead of the YAML script."""
     judge = MockJudge(script)
@@ -215,12 +222,7 @@ def test_an_unreachable_judge_exits_3_for_check_and_writes_nothing_on_accept(pro
     _canon(project, "accept")
     before = (project / BASELINE).read_bytes()
 
-    def down(question: Question, text: str) -> str:
-        if question.id == "mission":
-            raise JudgeUnavailableError("rate limited after 3 retries")
-        return {"G": "no", "tradeoff": "n/a"}.get(question.id, "yes")
-
-    _with_judge(monkeypatch, down)
+    _with_judge(monkeypatch, _mission_question_down)
     checked = _canon(project, "check")
     assert checked.exit_code == 3, checked.output
     assert "INCOMPLETE" in checked.stdout
@@ -332,12 +334,7 @@ def test_an_unavailable_judge_still_gets_reports_from_check_and_accept(project, 
     _canon(project, "accept")
     before = (project / BASELINE).read_bytes()
 
-    def down(question: Question, text: str) -> str:
-        if question.id == "mission":
-            raise JudgeUnavailableError("rate limited after 3 retries")
-        return {"G": "no", "tradeoff": "n/a"}.get(question.id, "yes")
-
-    _with_judge(monkeypatch, down)
+    _with_judge(monkeypatch, _mission_question_down)
     checked = _canon(project, "check", "--junit-xml", "c.xml", "--html", "c.html")
     assert checked.exit_code == 3
     counts, cases, _ = _junit(project / "c.xml")
