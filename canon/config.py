@@ -26,6 +26,7 @@ _PATH_KEYS = ("constitution_path", "baselines_dir", "suite", "policy")
 JUDGE_OPTIONS = {
     "samples": int,
     "temperature": float,
+    "reask_temperature": float,
     "timeout": float,
     "max_attempts": int,
     "max_tokens": int,

@@ -37,10 +37,18 @@ class JudgePrompt:
 
 
 def render_prompt(
-    question: Question, artifact_text: str, constitution: Constitution, instructions: str
+    question: Question,
+    artifact_text: str,
+    constitution: Constitution,
+    instructions: str,
+    variant: int = 0,
 ) -> JudgePrompt:
-    """Render the system and user messages for one question about one artifact."""
-    labels = ", ".join(choice.label for choice in question.choices)
+    """Render the system and user messages for one question about one artifact.
+
+    ``variant`` > 0 lists the choices in another (deterministic) order, for re-asks.
+    """
+    offered = choice_order(question, variant)
+    labels = ", ".join(choice.label for choice in offered)
     system = (
         f"{instructions.strip()}\n\n"
         f"Reply format: think briefly if you need to, then end with one line "
@@ -52,7 +60,7 @@ def render_prompt(
         f"{index}. {principle.text}" + (f" (id: {principle.id})" if principle.id else "")
         for index, principle in enumerate(constitution.principles, 1)
     )
-    choices = "\n".join(_choice_line(choice) for choice in question.choices)
+    choices = "\n".join(_choice_line(choice) for choice in offered)
     user = (
         f"MISSION\n{constitution.mission.strip()}\n\n"
         f"PRINCIPLES\n{principles}\n\n"
@@ -67,6 +75,19 @@ def render_prompt(
         f"'{ANSWER_TAG}: <choice>' using one of: {labels}."
     )
     return JudgePrompt(system=system, user=user)
+
+
+def choice_order(question: Question, variant: int) -> tuple[Choice, ...]:
+    """The choices as a re-ask ``variant`` presents them: rotated, or reversed every n-th.
+
+    Position bias is a known judge failure; re-asking with the same order would repeat it,
+    so each variant moves the choices to other places. Variant 0 is the rubric's order.
+    """
+    choices = tuple(question.choices)
+    if variant <= 0 or len(choices) < 2:
+        return choices
+    shift = variant % len(choices)
+    return choices[shift:] + choices[:shift] if shift else choices[::-1]
 
 
 def _choice_line(choice: Choice) -> str:

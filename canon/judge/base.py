@@ -19,6 +19,10 @@ class JudgeRequest:
     artifact: Artifact
     constitution: Constitution
     instructions: str  # the rubric's standing instructions to the judge
+    # 0 for the first ask; a confirmation re-ask counts up from 1. A variant presents the
+    # choices in another order and a model judge samples it afresh, so a re-ask is an
+    # independent look at the question rather than a replay of the first answer.
+    variant: int = 0
 
 
 @runtime_checkable

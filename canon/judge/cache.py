@@ -30,7 +30,7 @@ from canon.errors import CacheError
 from canon.judge.base import Judge, JudgeRequest
 
 # Bump when the key or the stored form changes: old entries then simply stop matching.
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 _SCHEMA = "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, answer TEXT NOT NULL)"
 _ADVICE = "delete the file (it only saves judge calls) or run with --no-cache"
 
@@ -47,10 +47,14 @@ class IdentifiedJudge(Judge, Protocol):
 def answer_key(identity: Mapping[str, Any], request: JudgeRequest) -> str:
     """The digest an answer is stored under: the judge's identity and the exact prompt."""
     prompt = render_prompt(
-        request.question, request.artifact.text, request.constitution, request.instructions
+        request.question,
+        request.artifact.text,
+        request.constitution,
+        request.instructions,
+        request.variant,
     )
     material = json.dumps(
-        [CACHE_FORMAT, dict(identity), prompt.as_messages()],
+        [CACHE_FORMAT, dict(identity), request.variant, prompt.as_messages()],
         sort_keys=True,
         ensure_ascii=False,
     )

@@ -102,6 +102,7 @@ class LiteLLMJudge:
         backoff: float = 0.5,
         max_backoff: float = 20.0,
         constrain_answers: bool = False,
+        reask_temperature: float = 0.7,
     ) -> None:
         if not isinstance(model, str) or "/" not in model.strip("/"):
             raise UsageError(f"LiteLLMJudge model must look like provider/model, got {model!r}")
@@ -109,11 +110,15 @@ class LiteLLMJudge:
         _check_number("max_attempts", max_attempts, minimum=1, whole=True)
         _check_number("timeout", timeout, minimum=0.001)
         _check_number("temperature", temperature, minimum=0.0)
+        _check_number("reask_temperature", reask_temperature, minimum=0.0)
         _check_number("backoff", backoff, minimum=0.0)
         _check_number("max_backoff", max_backoff, minimum=0.0)
         self.model = model.strip()
         self.samples = samples
         self.temperature = float(temperature)
+        # Confirmation re-asks (request.variant > 0) sample at least this hot: at temperature
+        # 0 a re-ask would replay the first answer and confirm nothing.
+        self.reask_temperature = float(reask_temperature)
         self.timeout = float(timeout)
         self.max_attempts = max_attempts
         self.api_base = api_base
@@ -151,6 +156,7 @@ class LiteLLMJudge:
             "model": self.model,
             "samples": self.samples,
             "temperature": self.temperature,
+            "reask_temperature": self.reask_temperature,
             "max_tokens": self.max_tokens,
             "constrain_answers": self.constrain_answers,
             "api_base": self.api_base,
@@ -165,8 +171,15 @@ class LiteLLMJudge:
             raise JudgeUnavailableError(self._refusal)
         question = request.question
         messages = render_prompt(
-            question, request.artifact.text, request.constitution, request.instructions
+            question,
+            request.artifact.text,
+            request.constitution,
+            request.instructions,
+            request.variant,
         ).as_messages()
+        temperature = self.temperature
+        if request.variant > 0:
+            temperature = max(temperature, self.reask_temperature)
         extra_body = {"grammar": answer_grammar(question)} if self.constrain_answers else None
         failure = _Failure("transient", "no attempt was made")
         budget = 1 if self._outage else self.max_attempts
@@ -174,7 +187,7 @@ class LiteLLMJudge:
         while attempt < budget:
             attempt += 1
             try:
-                replies = await self._sample(litellm, messages, extra_body)
+                replies = await self._sample(litellm, messages, extra_body, temperature)
             except Exception as exc:
                 failure = self._classify(litellm, exc)
             else:
@@ -196,12 +209,16 @@ class LiteLLMJudge:
         raise JudgeError(f"judge {self.model}, {attempts}: {failure.detail}")
 
     async def _sample(
-        self, litellm: Any, messages: list[dict[str, str]], extra_body: dict[str, str] | None
+        self,
+        litellm: Any,
+        messages: list[dict[str, str]],
+        extra_body: dict[str, str] | None,
+        temperature: float,
     ) -> list[str]:
         """``samples`` replies: one request asking for n, topped up if the provider gave fewer."""
-        replies = await self._complete(litellm, messages, self.samples, extra_body)
+        replies = await self._complete(litellm, messages, self.samples, extra_body, temperature)
         while len(replies) < self.samples:  # the provider ignored ``n``
-            replies.extend(await self._complete(litellm, messages, 1, extra_body))
+            replies.extend(await self._complete(litellm, messages, 1, extra_body, temperature))
         return replies[: self.samples]
 
     async def _complete(
@@ -210,11 +227,12 @@ class LiteLLMJudge:
         messages: list[dict[str, str]],
         n: int,
         extra_body: dict[str, str] | None,
+        temperature: float,
     ) -> list[str]:
         options: dict[str, Any] = {
             "model": self.model,
             "messages": messages,
-            "temperature": self.temperature,
+            "temperature": temperature,
             "timeout": self.timeout,
             "max_retries": 0,  # the retry policy lives here, not in the provider SDK
             "drop_params": True,  # providers without ``n`` or ``temperature`` just ignore them

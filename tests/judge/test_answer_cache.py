@@ -113,9 +113,11 @@ def test_the_key_covers_the_whole_prompt(
         ask(questions["mission"], "other text"),
         ask(questions["tradeoff"], "text"),
         JudgeRequest(base.question, base.artifact, base.constitution, base.instructions + "!"),
+        JudgeRequest(base.question, base.artifact, base.constitution, base.instructions, 1),
+        JudgeRequest(base.question, base.artifact, base.constitution, base.instructions, 2),
     ]
     keys = {answer_key(identity, request) for request in others}
-    assert answer_key(identity, base) not in keys and len(keys) == 3
+    assert answer_key(identity, base) not in keys and len(keys) == 5
     assert answer_key({"model": "openai/y"}, base) != answer_key(identity, base)
 
 

@@ -34,6 +34,23 @@ def test_one_sample_gives_all_mass_to_the_answered_choice(fake_llm, make_judge, 
     assert judge.name == "openai/fake-judge"
 
 
+def test_a_confirmation_reask_samples_afresh_with_the_choices_reordered(
+    fake_llm, make_judge, ask, questions
+):
+    import dataclasses
+
+    fake_llm.script(GATE_Q, "ANSWER: no")
+    judge = make_judge(reask_temperature=0.8)
+    first = ask(questions["G"])
+    _answer(judge, first)
+    _answer(judge, dataclasses.replace(first, variant=1))
+    plain, reask = fake_llm.requests[-2], fake_llm.requests[-1]
+    assert plain["temperature"] == 0.0
+    assert reask["temperature"] == 0.8  # at temperature 0 a re-ask would replay the first
+    assert plain["messages"] != reask["messages"]
+    assert judge.cache_identity()["reask_temperature"] == 0.8
+
+
 def test_several_samples_become_label_frequencies_from_one_request(
     fake_llm, make_judge, ask, questions
 ):

@@ -124,3 +124,32 @@ def test_an_unreadable_reply_shows_its_end_in_the_error(questions):
 def test_whatever_precedes_it_the_final_answer_line_wins(echoed, label):
     question = load_rubric().fixed[0]
     assert parse_reply(question, f"{echoed}\nANSWER: {label}").label == label
+
+
+def _listed_labels(prompt, question):
+    choices = prompt.user.split("CHOICES\n", 1)[1].split("\n\n", 1)[0]
+    return [line[2:].split(":", 1)[0] for line in choices.splitlines()]
+
+
+@pytest.mark.parametrize("question_id", ["G", "mission", "P1"])
+def test_each_reask_variant_lists_the_choices_in_another_order(
+    constitution, questions, question_id
+):
+    question = questions[question_id]
+    rubric = load_rubric()
+    first = render_prompt(question, "I refunded it.", constitution, rubric.instructions)
+    again = render_prompt(question, "I refunded it.", constitution, rubric.instructions, 1)
+    original = [c.label for c in question.choices]
+    assert _listed_labels(first, question) == original
+    reordered = _listed_labels(again, question)
+    assert sorted(reordered) == sorted(original)
+    assert reordered != original
+    # The closing line offers the labels in the same order the list shows them.
+    assert again.user.rstrip().endswith(f"using one of: {', '.join(reordered)}.")
+
+
+def test_a_variant_changes_nothing_but_the_order_of_the_choices(constitution, questions):
+    rubric = load_rubric()
+    first = render_prompt(questions["P1"], "Text.", constitution, rubric.instructions)
+    again = render_prompt(questions["P1"], "Text.", constitution, rubric.instructions, 2)
+    assert first.user.split("CHOICES")[0] == again.user.split("CHOICES")[0]
