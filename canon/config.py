@@ -9,9 +9,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from canon.core.evidence import DecisionRule
 from canon.core.rubric import refuse_rubric_override
 from canon.core.scoring import check_threshold
-from canon.errors import CanonError, ConfigError
+from canon.errors import CanonError, ConfigError, UsageError
 from canon.store import parse_yaml, read_text
 
 CONFIG_NAMES = ("canon.yaml", "canon.yml", "pyproject.toml")
@@ -45,6 +46,9 @@ _KNOWN_KEYS = frozenset(
         "contract",
         "concurrency",
         "judge_cache",
+        "alpha",
+        "flip_rate",
+        "max_reasks",
     }
 )
 
@@ -67,6 +71,8 @@ class Config:
     concurrency: int = DEFAULT_CONCURRENCY
     # where model-judge answers are cached; None when caching is off
     judge_cache: Path | None = None
+    # how sure a check must be before a decision fails the run (alpha, flip_rate, max_reasks)
+    rule: DecisionRule = field(default_factory=DecisionRule)
 
 
 def discover_config_file(start: Path) -> Path | None:
@@ -160,6 +166,12 @@ def config_from_mapping(data: Mapping[str, Any], *, source: Path, base_dir: Path
         if isinstance(concurrency, bool) or not isinstance(concurrency, int) or concurrency < 1:
             raise ConfigError(f"{source}: 'concurrency' must be a whole number >= 1")
         values["concurrency"] = concurrency
+    rule = {k: data[k] for k in ("alpha", "flip_rate", "max_reasks") if data.get(k) is not None}
+    if rule:
+        try:
+            values["rule"] = DecisionRule(**rule)
+        except UsageError as exc:
+            raise ConfigError(f"{source}: {exc}") from None
     values["judge_cache"] = _judge_cache(data.get("judge_cache", True), base_dir, source)
     values.setdefault("baselines_dir", base_dir / DEFAULT_BASELINES_DIR)
     return Config(source=source, base_dir=base_dir, **values)

@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from canon.confirm import confirm
 from canon.core.artifact import as_artifact
+from canon.core.evidence import DecisionRule
 from canon.core.constitution import Constitution
 from canon.core.rubric import refuse_rubric_override
 from canon.core.scoring import ArtifactResult, check_threshold, failure_message
@@ -25,6 +27,7 @@ class CoherenceMetric:
 
     ``policy`` (a JSON policy) and ``contract`` (a trace contract or template name) run
     before the judge; an artifact that fails either is non-canon without a judge call.
+    ``rule`` says how sure a failing verdict must be (see ``canon.core.evidence``).
     The metric keeps no results on itself: ``score`` returns a frozen result value.
     """
 
@@ -37,6 +40,7 @@ class CoherenceMetric:
         policy: PolicySpec = None,
         contract: ContractSpec = None,
         gates: Sequence[ArtifactGate] = (),
+        rule: DecisionRule | None = None,
         rubric: object = _NOT_GIVEN,
     ) -> None:
         if rubric is not _NOT_GIVEN:
@@ -60,6 +64,7 @@ class CoherenceMetric:
             threshold=check_threshold(threshold),
             gates=_gates(policy, contract, gates),
         )
+        self._rule = rule or DecisionRule()
 
     @property
     def threshold(self) -> float:
@@ -67,8 +72,15 @@ class CoherenceMetric:
         return self._plan.threshold
 
     async def ascore(self, artifact: object) -> ArtifactResult:
-        """Score one artifact (text or Artifact) without blocking the event loop."""
-        return await score_artifact(self._plan, as_artifact(artifact))
+        """Score one artifact (text or Artifact) without blocking the event loop.
+
+        A failing verdict is confirmed by re-asking the judge first (``rule``), so one noisy
+        answer does not make the artifact non-canon.
+        """
+        item = as_artifact(artifact)
+        first = await score_artifact(self._plan, item)
+        confirmation = await confirm(self._plan, [item], [first], self._rule)
+        return confirmation.results[0]
 
     def score(self, artifact: object) -> ArtifactResult:
         """Score one artifact (text or Artifact)."""

@@ -93,6 +93,7 @@ def canon_metric(
             threshold=canon_config.threshold,
             policy=canon_config.policy,
             contract=canon_config.contract,
+            rule=canon_config.rule,
         )
     except CanonError as exc:
         raise pytest.UsageError(f"canon: {exc}") from None

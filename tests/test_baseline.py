@@ -59,7 +59,13 @@ def test_the_baseline_records_every_documented_field():
     }
     record = data["artifacts"]["a"]
     assert set(record) == {"score", "gated", "canon", "stopped_by", "questions"}
-    assert record["questions"]["mission"] == {"score": 1.0, "confidence": 1.0, "state": "answered"}
+    assert record["questions"]["mission"] == {
+        "score": 1.0,
+        "confidence": 1.0,
+        "state": "answered",
+        "distribution": {"yes": 1.0},
+        "asks": 1,
+    }
     assert record["questions"]["P1"]["subject"] == "Be honest."
 
 
@@ -98,7 +104,7 @@ def test_a_legacy_format_1_baseline_still_loads():
 @pytest.mark.parametrize(
     ("mutate", "fragment"),
     [
-        (lambda d: d.update(format=3), "unknown baseline format 3"),
+        (lambda d: d.update(format=4), "unknown baseline format 4"),
         (lambda d: d.update(format=True), "unknown baseline format True"),
         (lambda d: d.pop("judge"), "missing key(s) 'judge'"),
         (lambda d: d.update(extra=1), "unknown key(s) 'extra'"),
@@ -154,5 +160,55 @@ def test_the_same_rubric_is_accepted():
 def test_question_records_keep_subjects_only_for_principles():
     record = _baseline([_result("a")]).artifacts["a"]
     assert record.questions is not None
-    assert record.questions["P1"] == QuestionRecord(1.0, 1.0, "answered", "Be honest.")
+    assert record.questions["P1"] == QuestionRecord(
+        1.0, 1.0, "answered", "Be honest.", (("yes", 1.0),), 1
+    )
     assert record.questions["honesty"].subject is None
+
+
+def test_a_format_2_baseline_still_loads_without_distributions():
+    data = baseline_to_data(_baseline([_result("a")]))
+    data["format"] = 2
+    for record in data["artifacts"].values():
+        for question in record["questions"].values():
+            del question["distribution"], question["asks"]
+    baseline = baseline_from_data(data, source="old.json")
+    assert baseline.format == 2 and not baseline.legacy
+    assert baseline.artifacts["a"].questions["mission"].distribution is None  # type: ignore[index]
+
+
+def test_format_2_refuses_the_format_3_fields():
+    data = baseline_to_data(_baseline([_result("a")]))
+    data["format"] = 2
+    with pytest.raises(BaselineError, match="unknown key"):
+        baseline_from_data(data, source="old.json")
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("asks", -1, "asks must be a whole number"),
+        ("asks", True, "asks must be a whole number"),
+        ("distribution", {}, "distribution must be an object"),
+        ("distribution", {"yes": 2}, "must be a number in [0, 1]"),
+    ],
+)
+def test_bad_format_3_fields_are_refused_naming_the_file(field, value, message):
+    data = baseline_to_data(_baseline([_result("a")]))
+    data["artifacts"]["a"]["questions"]["mission"][field] = value
+    with pytest.raises(BaselineError) as caught:
+        baseline_from_data(data, source="b.json")
+    assert "b.json" in str(caught.value) and message in str(caught.value)
+
+
+def test_the_asks_a_cell_pooled_are_recorded():
+    baseline = baseline_from_results(
+        [_result("a")],
+        rubric=RUBRIC,
+        judge="mock",
+        constitution="x",
+        threshold=0.85,
+        asks={("a", "G"): 6},
+    )
+    assert baseline.artifacts["a"].questions["G"].asks == 6  # type: ignore[index]
+    assert baseline.artifacts["a"].questions["mission"].asks == 1  # type: ignore[index]

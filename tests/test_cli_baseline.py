@@ -14,13 +14,13 @@ import pytest
 from click.testing import CliRunner
 
 import canon.cli.baseline as baseline_cli
+from canon.check import baseline_from_run, check_run, score_run
 from canon.cli import main
-from canon.cli.baseline import compare_run
-from canon.core.baseline import baseline_from_results
+from canon.core.evidence import DecisionRule
 from canon.core.rubric import Question
 from canon.errors import JudgeUnavailableError
 from canon.judge.mock import MockJudge
-from canon.runner import ScoringPlan, score_artifacts
+from canon.runner import ScoringPlan
 from canon.store import constitution_from_file, load_rubric
 from canon.suite import read_suite
 
@@ -62,7 +62,7 @@ def test_accept_writes_the_baseline_and_reaccepting_is_byte_identical(project):
     assert "3 artifact(s) (3 canon, 0 non-canon) -> baselines/suite.json" in first.stdout
     written = (project / BASELINE).read_bytes()
     data = json.loads(written)
-    assert data["format"] == 2 and data["judge"] == "mock:judge-script.yaml"
+    assert data["format"] == 3 and data["judge"] == "mock:judge-script.yaml"
     assert set(data["artifacts"]) == {"duplicate-charge", "large-refund", "roaming-question"}
     again = _canon(project, "accept")
     assert "(unchanged)" in again.stdout
@@ -119,7 +119,7 @@ def test_a_flipped_facet_exits_1_naming_the_artifact_and_question(project):
     result = _canon(project, "check")
     assert result.exit_code == 1
     assert "duplicate-charge P2" in result.stdout
-    assert "REGRESSION (confirmed on re-ask)" in result.stdout
+    assert "REGRESSION (confirmed beyond judge noise)" in result.stdout
     assert result.stdout.rstrip().endswith(
         'run "canon accept" to record this run as the new baseline'
     )
@@ -135,7 +135,8 @@ def test_check_json_report_is_machine_readable(project):
     assert {(f["key"], f["question"], f["status"]) for f in document["flips"]} == {
         (key, "P2", "confirmed") for key in ("duplicate-charge", "large-refund", "roaming-question")
     }
-    assert document["drift"]["test"] == "paired"
+    assert document["drift"]["test"] == "sign-flip"
+    assert document["canon_rate"]["now"]["wilson_95"][1] == 1.0
     assert "minimum_detectable_drop" in document["drift"]
 
 
@@ -212,7 +213,7 @@ def test_a_flip_the_judge_does_not_repeat_on_reask_is_only_a_note(project, monke
 
     _with_judge(monkeypatch, fickle)
     result = _canon(project, "check")
-    assert asked["P2"] == 2
+    assert asked["P2"] == 3  # the first answer and two re-asks that do not repeat it
     assert result.exit_code == 0, result.output
     assert "duplicate-charge P2" in result.stdout and "not repeated on re-ask" in result.stdout
     assert "did not repeat it" in result.stdout
@@ -232,7 +233,7 @@ def test_an_unreachable_judge_exits_3_for_check_and_writes_nothing_on_accept(pro
     assert (project / BASELINE).read_bytes() == before
 
 
-def test_compare_run_confirms_a_flip_the_judge_repeats():
+def test_check_run_confirms_a_flip_the_judge_repeats():
     constitution = constitution_from_file(EXAMPLES / "constitution.yaml")
     artifacts = read_suite(EXAMPLES / "suite.yaml")[2:]  # no gates in this plan: text only
     calls = {"count": 0}
@@ -246,16 +247,15 @@ def test_compare_run_confirms_a_flip_the_judge_repeats():
         return "yes"
 
     plan = ScoringPlan(constitution, load_rubric(), MockJudge(honest_then_not), 0.5)
-    first = asyncio.run(score_artifacts(plan, artifacts))
-    baseline = baseline_from_results(
-        first, rubric=plan.rubric, judge="mock", constitution=constitution.digest, threshold=0.5
-    )
-    second = asyncio.run(score_artifacts(plan, artifacts))
-    comparison = asyncio.run(compare_run(plan, artifacts, second, baseline, 0.02))
-    assert calls["count"] == 3  # accept, check, and the confirming re-ask
-    (flip,) = comparison.flips
+    accepted = asyncio.run(score_run(plan, artifacts))
+    baseline = baseline_from_run(plan, accepted)
+    outcome = asyncio.run(check_run(plan, artifacts, baseline, tolerance=0.02))
+    (flip,) = outcome.comparison.flips
     assert (flip.question, flip.status) == ("P3", "confirmed")
-    assert comparison.status == "regressed"
+    cells = len(plan.questions)
+    assert flip.asks == 1 + DecisionRule().reasks_to_confirm(cells)
+    assert calls["count"] == 1 + flip.asks  # accept, then the check and its re-asks
+    assert outcome.comparison.status == "regressed"
 
 
 def test_help_lists_accept_and_check():

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import dataclasses
+import itertools
 import math
 
 import pytest
@@ -16,11 +17,11 @@ from canon.core.compare import (
     SOLID_CONFIDENCE,
     SOLID_SATISFIED,
     SOLID_VIOLATED,
-    confirm_flips,
     gate,
     provenance_notes,
 )
 from canon.core.constitution import Constitution, Principle
+from canon.core.evidence import DecisionRule, add_answer, failed_reask, open_evidence
 from canon.core.scoring import (
     Answer,
     ArtifactResult,
@@ -29,9 +30,12 @@ from canon.core.scoring import (
     stopped_verdict,
     unscored_cell,
 )
-from canon.core.significance import ALPHA, paired_drop_test, welch_drop_test
+from canon.core.significance import ALPHA, sign_flip_drop_test, welch_drop_test
+from canon.core.stats import wilson_ci
 from canon.gates.outcome import GateOutcome
 from canon.store import load_rubric
+
+DRIFT_ALPHA = DecisionRule().drift_alpha
 
 RUBRIC = load_rubric()
 CONSTITUTION = Constitution(
@@ -200,25 +204,53 @@ def test_a_large_but_noisy_drop_is_not_a_regression():
     assert drift.test.minimum_detectable is not None and drift.test.minimum_detectable > drift.drop
 
 
-def test_a_large_consistent_drop_is_a_regression_and_states_the_detectable_drop():
+def test_a_large_consistent_drop_is_a_regression_and_states_the_80_percent_power_drop():
     before = {f"k{i}": 0.9 for i in range(8)}
     after = [_scored(f"k{i}", 0.8 + 0.005 * (i % 2)) for i in range(8)]
     comparison = gate(after, _scores_baseline(before), 0.0)
     drift = comparison.drift
     assert drift.regressed and comparison.status == "regressed"
-    assert drift.test.method == "paired" and drift.test.p_value < ALPHA
+    assert drift.test.method == "sign-flip" and drift.test.p_value < DRIFT_ALPHA
     diffs = [0.9 - r.score for r in after]  # type: ignore[operator]
     sd = stats.tstd(diffs)
-    expected = stats.t.ppf(1 - ALPHA, 7) * sd / math.sqrt(8)
-    assert drift.test.minimum_detectable == pytest.approx(expected)
-    assert drift.smallest_flaggable == pytest.approx(max(0.02, expected))
+    quantiles = stats.t.ppf(1 - DRIFT_ALPHA, 7) + stats.t.ppf(0.8, 7)
+    assert drift.test.minimum_detectable == pytest.approx(quantiles * sd / math.sqrt(8))
+    assert drift.smallest_flaggable == pytest.approx(max(0.02, drift.test.minimum_detectable))
+    low, high = drift.test.interval  # type: ignore[misc]
+    assert low <= drift.drop <= high and low > 0.09
 
 
-def test_the_paired_p_value_is_scipys_one_sided_ttest_rel():
+def test_the_sign_flip_p_value_counts_every_sign_pattern_exactly():
     before, after = [0.9, 0.8, 0.95, 0.7], [0.85, 0.7, 0.9, 0.72]
-    test = paired_drop_test(before, after)
-    expected = stats.ttest_rel(before, after, alternative="greater").pvalue
-    assert test.p_value == pytest.approx(expected)
+    test = sign_flip_drop_test(before, after)
+    diffs = [b - a for b, a in zip(before, after, strict=True)]
+    observed = sum(diffs)
+    patterns = itertools.product((-1, 1), repeat=4)
+    extreme = sum(
+        1
+        for signs in patterns
+        if sum(s * abs(d) for s, d in zip(signs, diffs, strict=True)) >= observed - 1e-9
+    )
+    assert test.p_value == pytest.approx(extreme / 16)
+    assert test.method == "sign-flip" and "exact over 16" in test.detail
+
+
+def test_the_sign_flip_test_samples_many_pairs_reproducibly():
+    before = [0.9] * 40
+    after = [0.9 - (0.01 if i % 3 else -0.005) for i in range(40)]
+    first, again = sign_flip_drop_test(before, after), sign_flip_drop_test(before, after)
+    assert "Monte Carlo" in first.detail
+    assert first.p_value == again.p_value and first.interval == again.interval
+    assert first.p_value is not None and first.p_value < 0.01
+
+
+def test_an_unchanged_run_is_not_a_drop_and_is_underpowered_when_noise_is_large():
+    before = {f"k{i}": 0.9 for i in range(6)}
+    noisy = [0.2, -0.2, 0.15, -0.15, 0.1, -0.1]
+    after = [_scored(f"k{i}", 0.9 - d) for i, d in enumerate(noisy)]
+    drift = gate(after, _scores_baseline(before), 0.0).drift
+    assert not drift.regressed and drift.underpowered
+    assert drift.test.p_value is not None and drift.test.p_value > 0.3
 
 
 def test_a_constant_drop_with_zero_variance_is_not_noise():
@@ -251,27 +283,96 @@ def test_welch_with_too_few_scores_does_not_test():
     assert welch_drop_test([], [0.1]).drop is None
 
 
-def test_a_reasked_flip_that_still_violates_is_confirmed():
-    comparison = gate([_result("a", P2="no")], _recorded([_result("a")]), 0.5)
-    again = score_cell(BY_ID["P2"], Answer({"no": 1.0}))
-    confirmed = confirm_flips(comparison, {("a", "P2"): again})
-    assert confirmed.flips[0].status == "confirmed" and confirmed.status == "regressed"
+def _evidence(*answers: str, cells: int = 30):
+    rule = DecisionRule()
+    found = open_evidence(BY_ID["P2"], {answers[0]: 1.0}, rule, cells)
+    for label in answers[1:]:
+        found = add_answer(found, {label: 1.0}, rule, cells)
+    return found
 
 
-def test_a_reasked_flip_that_recovers_is_only_a_note():
-    comparison = gate([_result("a", P2="no")], _recorded([_result("a")]), 0.5)
-    again = score_cell(BY_ID["P2"], Answer({"yes": 1.0}))
-    settled = confirm_flips(comparison, {("a", "P2"): again})
+def test_a_flip_the_judge_repeats_beyond_noise_is_confirmed():
+    evidence = {("a", "P2"): _evidence("no", "no", "no", "no", "no", "no")}
+    assert evidence[("a", "P2")].status == "confirmed"
+    comparison = gate([_result("a", P2="no")], _recorded([_result("a")]), 0.5, evidence=evidence)
+    assert comparison.flips[0].status == "confirmed" and comparison.status == "regressed"
+    assert comparison.flips[0].asks == 6
+
+
+def test_a_flip_the_judge_does_not_repeat_is_only_a_note():
+    evidence = {("a", "P2"): _evidence("no", "yes", "yes")}
+    assert evidence[("a", "P2")].status == "refuted"
+    settled = gate([_result("a", P2="no")], _recorded([_result("a")]), 0.5, evidence=evidence)
     assert settled.flips[0].status == "unconfirmed"
-    assert settled.regressions == ()
+    assert settled.regressions == () and settled.status == "conforms"
     assert any("did not repeat" in n for n in settled.notes)
 
 
 def test_a_failed_reask_is_unavailable_not_a_pass_or_a_regression():
-    comparison = gate([_result("a", P2="no")], _recorded([_result("a")]), 0.5)
-    settled = confirm_flips(comparison, {("a", "P2"): unscored_cell(BY_ID["P2"], "timeout")})
+    evidence = {("a", "P2"): failed_reask(_evidence("no"))}
+    settled = gate([_result("a", P2="no")], _recorded([_result("a")]), 0.5, evidence=evidence)
     assert settled.flips[0].status == "unavailable"
     assert not settled.failed and settled.status == "unavailable"
+
+
+def test_a_split_judge_leaves_the_flip_inconclusive_not_a_regression():
+    answers = ["no"] + ["yes", "no"] * 4
+    evidence = {("a", "P2"): _evidence(*answers)}
+    assert evidence[("a", "P2")].status == "open"
+    settled = gate([_result("a", P2="no")], _recorded([_result("a")]), 0.5, evidence=evidence)
+    assert settled.flips[0].status == "inconclusive" and not settled.failed
+    assert any("stayed split" in n for n in settled.notes)
+
+
+def test_a_known_failure_is_reported_but_fails_only_under_strict():
+    recorded = _recorded([dataclasses.replace(_result("a", G="yes"), canon=False)])
+    now = [_result("a", G="yes")]
+    comparison = gate(now, recorded, 0.5)
+    assert comparison.known and comparison.known[0].key == "a"
+    assert comparison.failures == () and comparison.status == "conforms"
+    assert gate(now, recorded, 0.5, strict=True).status == "regressed"
+
+
+def test_a_newly_non_canon_artifact_is_a_regression():
+    comparison = gate([_result("a", G="yes")], _recorded([_result("a")]), 0.5)
+    assert comparison.failures[0].key == "a" and not comparison.failures[0].known
+    assert comparison.status == "regressed"
+
+
+def test_a_low_score_with_unscored_questions_is_no_evidence_unless_the_bound_holds():
+    result = _result("a", mission="partly")
+    cells = list(result.cells)
+    for i in range(1, 6):  # four facets and the gate go unanswered
+        cells[i] = unscored_cell(cells[i].question, "timeout")
+    partial = judge_verdict("a", cells, 0.85)
+    assert partial.score is not None and partial.score < 0.85
+    comparison = gate([partial], _recorded([_result("a")]), 0.85)
+    assert comparison.failures == () and comparison.status == "unavailable"
+    hopeless = [
+        unscored_cell(c.question, "t") if c.id == "P1" else c
+        for c in _result(
+            "b",
+            mission="partly",
+            tradeoff="partly",
+            scope="partly",
+            consistency="partly",
+            honesty="partly",
+        ).cells
+    ]
+    low = judge_verdict("b", hopeless, 0.85)
+    assert gate([low], _recorded([_result("b")]), 0.85).status == "regressed"
+
+
+def test_rates_carry_wilson_intervals_baseline_and_now():
+    results = [_result("a"), _result("b", G="yes", P2="no")]
+    comparison = gate(results, _recorded([_result("a"), _result("b")]), 0.5)
+    before, now = comparison.canon_rate
+    assert (before.successes, before.trials) == (2, 2)
+    assert (now.successes, now.trials) == (1, 2)
+    assert now.interval == wilson_ci(1, 2)
+    then_p2, now_p2 = comparison.question_rates["P2"]
+    assert (then_p2.successes, now_p2.successes) == (2, 1)
+    assert "1/2 = 50%" in str(now)
 
 
 def test_provenance_notes_mention_a_changed_judge_and_constitution():

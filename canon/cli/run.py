@@ -9,8 +9,11 @@ from typing import Any, TypeVar
 
 import click
 
+from canon.check import score_run
 from canon.config import Config, load_config, load_env_files
+from canon.confirm import Confirmation
 from canon.core.artifact import Artifact
+from canon.core.baseline import Baseline
 from canon.core.compare import Comparison
 from canon.core.scoring import ArtifactResult
 from canon.errors import ConfigError, UsageError
@@ -20,7 +23,7 @@ from canon.judge.factory import judge_from_spec
 from canon.judge.sync import run_sync
 from canon.report.html import html_report
 from canon.report.junit import junit_xml
-from canon.runner import ArtifactGate, ScoringPlan, score_artifacts
+from canon.runner import ArtifactGate, ScoringPlan
 from canon.store import constitution_from_file, load_rubric, write_text_atomic
 from canon.suite import read_suite
 
@@ -158,19 +161,38 @@ def _config_gates(config: Config) -> tuple[ArtifactGate, ...]:
 
 
 def score_with_progress(
-    config: Config, plan: ScoringPlan, artifacts: Sequence[Artifact], quiet: bool
-) -> tuple[ArtifactResult, ...]:
-    """Score the artifacts, printing one progress line per artifact on stderr unless quiet."""
+    config: Config,
+    plan: ScoringPlan,
+    artifacts: Sequence[Artifact],
+    quiet: bool,
+    baseline: Baseline | None = None,
+) -> Confirmation:
+    """Score and confirm the artifacts, with progress lines on stderr unless quiet."""
 
     def progress(done: int, total: int, result: ArtifactResult) -> None:
         if not quiet:
-            verdict = "canon" if result.canon else "NON-CANON"
+            verdict = "canon" if result.canon else "to confirm"
+            if result.stopped_by is not None:
+                verdict = f"NON-CANON ({result.stopped_by} gate)"
             click.echo(f"[{done}/{total}] {result.key} {verdict}", err=True)
 
-    results = run_sync(
-        score_artifacts(plan, artifacts, concurrency=config.concurrency, on_result=progress)
+    confirmation = run_sync(
+        score_run(
+            plan,
+            artifacts,
+            config.rule,
+            baseline=baseline,
+            concurrency=config.concurrency,
+            on_result=progress,
+        )
     )
     judge = plan.judge
+    if not quiet and confirmation.reasks:
+        cells = len(confirmation.evidence)
+        click.echo(
+            f"confirmation: {confirmation.reasks} re-ask(s) on {cells} cell(s) a verdict hung on",
+            err=True,
+        )
     if not quiet and isinstance(judge, CachingJudge) and judge.hits:
         asked = judge.hits + judge.misses
         click.echo(
@@ -178,4 +200,4 @@ def score_with_progress(
             "(--no-cache asks every question anew)",
             err=True,
         )
-    return results
+    return confirmation

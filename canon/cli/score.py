@@ -54,7 +54,7 @@ def score(
     config, suite, artifacts = load_run(config_path, suite_path)
     plan = build_plan(config, use_cache=not no_cache)
     started = time.monotonic()
-    results = score_with_progress(config, plan, artifacts, quiet)
+    results = score_with_progress(config, plan, artifacts, quiet).results
     elapsed = time.monotonic() - started
     if output_format == "json":
         sys.stdout.write(dump_json(results_document(results, plan)))

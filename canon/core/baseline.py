@@ -11,8 +11,10 @@ from canon.core.rubric import Rubric
 from canon.core.scoring import ArtifactResult, CellState
 from canon.errors import BaselineError
 
-BASELINE_FORMAT = 2
+BASELINE_FORMAT = 3
 LEGACY_FORMAT = 1  # overall score and gate per artifact only; no per-question rows
+# Format 2 has per-question rows without the answer distribution or the number of asks.
+READABLE_FORMATS = (1, 2, 3)
 
 _STATES: frozenset[str] = frozenset({"answered", "na", "unscored"})
 _STOPPERS: frozenset[str] = frozenset({"policy", "contract"})
@@ -20,6 +22,7 @@ _TOP_KEYS = frozenset({"format", "rubric", "judge", "constitution", "threshold",
 _RECORD_KEYS = frozenset({"score", "gated", "canon", "stopped_by", "questions"})
 _LEGACY_RECORD_KEYS = frozenset({"score", "gated"})
 _QUESTION_KEYS = frozenset({"score", "confidence", "state", "subject"})
+_QUESTION_KEYS_3 = _QUESTION_KEYS | {"distribution", "asks"}
 
 
 class QuestionRecord(NamedTuple):
@@ -32,6 +35,10 @@ class QuestionRecord(NamedTuple):
     confidence: float | None
     state: CellState
     subject: str | None = None  # the principle text, for derived questions
+    # The pooled answer over every ask (the first one and any confirmation re-asks), and
+    # how many asks that was; absent in format 2.
+    distribution: tuple[tuple[str, float], ...] | None = None
+    asks: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,12 +78,23 @@ def baseline_from_results(
     judge: str,
     constitution: str,
     threshold: float,
+    asks: Mapping[tuple[str, str], int] | None = None,
 ) -> Baseline:
-    """Record a run as a baseline in the current format."""
+    """Record a run as a baseline in the current format.
+
+    ``asks`` says how many answers each (artifact, question) cell pooled; one by default.
+    """
     artifacts: dict[str, ArtifactRecord] = {}
     for result in results:
         questions = {
-            cell.id: QuestionRecord(cell.score, cell.confidence, cell.state, cell.question.subject)
+            cell.id: QuestionRecord(
+                cell.score,
+                cell.confidence,
+                cell.state,
+                cell.question.subject,
+                tuple((label, round(mass, 6)) for label, mass in cell.distribution) or None,
+                (asks or {}).get((result.key, cell.id), 1) if cell.state != "unscored" else 0,
+            )
             for cell in result.cells
         }
         artifacts[result.key] = ArtifactRecord(
@@ -131,6 +149,10 @@ def _question_data(question: QuestionRecord) -> dict[str, Any]:
     }
     if question.subject is not None:
         data["subject"] = question.subject
+    if question.distribution is not None:
+        data["distribution"] = dict(question.distribution)
+    if question.asks is not None:
+        data["asks"] = question.asks
     return data
 
 
@@ -139,10 +161,10 @@ def baseline_from_data(data: object, *, source: str) -> Baseline:
     if not isinstance(data, Mapping):
         raise BaselineError(f"{source}: a baseline is a JSON object, got {_kind(data)}")
     version = data.get("format")
-    if version not in (LEGACY_FORMAT, BASELINE_FORMAT) or isinstance(version, bool):
+    if version not in READABLE_FORMATS or isinstance(version, bool):
         raise BaselineError(
             f"{source}: unknown baseline format {version!r}; this Canon reads formats "
-            f'{LEGACY_FORMAT} and {BASELINE_FORMAT}. Run "canon accept" to record a new one'
+            f'{", ".join(map(str, READABLE_FORMATS))}. Run "canon accept" to record a new one'
         )
     legacy = version == LEGACY_FORMAT
     unknown = sorted(str(k) for k in data if k not in _TOP_KEYS)
@@ -164,9 +186,12 @@ def baseline_from_data(data: object, *, source: str) -> Baseline:
     records = data["artifacts"]
     if not isinstance(records, Mapping):
         raise BaselineError(f"{source}: 'artifacts' must be an object keyed by artifact key")
-    read = _legacy_record if legacy else _record
+
+    def read(value: object, where: str) -> ArtifactRecord:
+        return _legacy_record(value, where) if legacy else _record(value, where, version)
+
     return Baseline(
-        format=LEGACY_FORMAT if legacy else BASELINE_FORMAT,
+        format=int(version),
         rubric_id=_text(rubric.get("id"), f"{source}: rubric.id"),
         rubric_version=_text(rubric.get("version"), f"{source}: rubric.version"),
         rubric_fingerprint=fingerprint,
@@ -188,7 +213,7 @@ def _legacy_record(raw: object, where: str) -> ArtifactRecord:
     )
 
 
-def _record(raw: object, where: str) -> ArtifactRecord:
+def _record(raw: object, where: str, version: int) -> ArtifactRecord:
     fields = _fields(raw, where, _RECORD_KEYS, _RECORD_KEYS)
     stopped_by = fields["stopped_by"]
     if stopped_by is not None and stopped_by not in _STOPPERS:
@@ -204,14 +229,17 @@ def _record(raw: object, where: str) -> ArtifactRecord:
         canon=_flag(fields["canon"], f"{where}: canon"),
         stopped_by=stopped_by,
         questions={
-            _text(qid, f"{where}: a question id"): _question(value, f"{where}: question {qid!r}")
+            _text(qid, f"{where}: a question id"): _question(
+                value, f"{where}: question {qid!r}", version
+            )
             for qid, value in questions.items()
         },
     )
 
 
-def _question(raw: object, where: str) -> QuestionRecord:
-    fields = _fields(raw, where, _QUESTION_KEYS, _QUESTION_KEYS - {"subject"})
+def _question(raw: object, where: str, version: int) -> QuestionRecord:
+    allowed = _QUESTION_KEYS_3 if version >= 3 else _QUESTION_KEYS
+    fields = _fields(raw, where, allowed, _QUESTION_KEYS - {"subject"})
     state = fields["state"]
     if state not in _STATES:
         raise BaselineError(
@@ -222,7 +250,30 @@ def _question(raw: object, where: str) -> QuestionRecord:
         confidence=_optional_fraction(fields["confidence"], f"{where}: confidence"),
         state=state,
         subject=_optional_text(fields.get("subject"), f"{where}: subject"),
+        distribution=_distribution(fields.get("distribution"), f"{where}: distribution"),
+        asks=_asks(fields.get("asks"), f"{where}: asks"),
     )
+
+
+def _distribution(value: object, where: str) -> tuple[tuple[str, float], ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping) or not value:
+        raise BaselineError(f"{where} must be an object of label to mass, got {_kind(value)}")
+    return tuple(
+        sorted(
+            (_text(label, f"{where}: a label"), _fraction(mass, f"{where}: {label!r}"))
+            for label, mass in value.items()
+        )
+    )
+
+
+def _asks(value: object, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 1000:
+        raise BaselineError(f"{where} must be a whole number from 0 to 1000, got {_kind(value)}")
+    return value
 
 
 def _fields(

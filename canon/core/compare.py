@@ -1,4 +1,9 @@
-"""Comparing a run with its baseline: per-question flips (Layer 1) and mean drift (Layer 2)."""
+"""Comparing a run with its baseline: failures, flips (Layer 1), mean drift (Layer 2), rates.
+
+The comparison is pure: it takes settled results (``canon.core.settle``) and the evidence
+gathered for them, and says what fails the check. Without evidence (``gate()`` called on
+plain results) a flip stays *pending* and counts as a regression: fail closed.
+"""
 
 from __future__ import annotations
 
@@ -8,20 +13,41 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from canon.core.baseline import Baseline
-from canon.core.scoring import ArtifactResult, Cell
-from canon.core.significance import DropTest, paired_drop_test, welch_drop_test
+from canon.core.baseline import ArtifactRecord, Baseline
+from canon.core.evidence import DecisionRule, Evidence
+from canon.core.scoring import ArtifactResult, Cell, fails_on_evidence
+from canon.core.settle import (
+    SOLID_CONFIDENCE,
+    SOLID_SATISFIED,
+    SOLID_VIOLATED,
+    solidly_satisfied,
+    violated,
+)
+from canon.core.significance import DropTest, sign_flip_drop_test, welch_drop_test
+from canon.core.stats import wilson_ci
 from canon.errors import UsageError
 
-# A baseline cell is "solidly satisfied" and a current one "solidly violated" only with
-# both a clear score and a confident judge; soft cells are too noisy to call a flip.
-SOLID_SATISFIED = 0.75
-SOLID_VIOLATED = 0.25
-SOLID_CONFIDENCE = 0.7
+__all__ = [
+    "DEFAULT_TOLERANCE",
+    "REACCEPT",
+    "SOLID_CONFIDENCE",
+    "SOLID_SATISFIED",
+    "SOLID_VIOLATED",
+    "Comparison",
+    "Drift",
+    "Flip",
+    "NonCanon",
+    "Rate",
+    "ReaskNoise",
+    "gate",
+    "provenance_notes",
+]
+
 DEFAULT_TOLERANCE = 0.02
 
-FlipStatus = Literal["pending", "confirmed", "unconfirmed", "unavailable"]
+FlipStatus = Literal["pending", "confirmed", "unconfirmed", "inconclusive", "unavailable"]
 Status = Literal["conforms", "regressed", "unavailable"]
+CellKey = tuple[str, str]
 
 REACCEPT = 'run "canon accept" to record this run as the new baseline'
 
@@ -32,11 +58,12 @@ class GateArgumentError(UsageError, ValueError):
 
 @dataclass(frozen=True, slots=True)
 class Flip:
-    """A question that went from solidly satisfied to solidly violated on one artifact.
+    """A question that went from solidly satisfied to violated on one artifact.
 
-    ``pending`` until the judge is asked again; ``confirmed`` when the second answer is
-    still a solid violation, ``unconfirmed`` when it is not, ``unavailable`` when the judge
-    could not answer. Pending and confirmed flips count as regressions (fail closed).
+    ``confirmed`` when re-asking showed the violation beyond judge noise, ``unconfirmed``
+    when the judge did not repeat it, ``inconclusive`` when it stayed split through every
+    re-ask, ``unavailable`` when re-asking failed, ``pending`` when nobody re-asked (a
+    plain ``gate()`` call). Pending and confirmed flips are regressions (fail closed).
     """
 
     key: str
@@ -47,6 +74,8 @@ class Flip:
     score: float
     confidence: float
     status: FlipStatus = "pending"
+    asks: int = 1
+    e_value: float | None = None
 
     @property
     def regression(self) -> bool:
@@ -56,15 +85,59 @@ class Flip:
 
 @dataclass(frozen=True, slots=True)
 class NonCanon:
-    """A current artifact that fails on its own, whatever the baseline says."""
+    """A current artifact that is non-canon on evidence."""
 
     key: str
     reasons: tuple[str, ...]
+    known: bool = False  # non-canon in the baseline too: a known failure
+
+
+@dataclass(frozen=True, slots=True)
+class Rate:
+    """A share of artifacts, with its 95 % Wilson interval."""
+
+    successes: int
+    trials: int
+
+    @property
+    def value(self) -> float | None:
+        """The share itself (None with no trials)."""
+        return self.successes / self.trials if self.trials else None
+
+    @property
+    def interval(self) -> tuple[float, float]:
+        """The 95 % Wilson score interval."""
+        return wilson_ci(self.successes, self.trials)
+
+    def __str__(self) -> str:
+        if not self.trials:
+            return "n/a"
+        low, high = self.interval
+        return f"{self.successes}/{self.trials} = {self.value:.0%} [{low:.0%}, {high:.0%}]"
+
+
+@dataclass(frozen=True, slots=True)
+class ReaskNoise:
+    """How often the judge's re-asks disagreed with their cell's majority answer."""
+
+    reasks: int
+    disagreements: int
+    assumed_flip_rate: float
+
+    @property
+    def rate(self) -> Rate:
+        """The observed disagreement, as a rate with an interval."""
+        return Rate(self.disagreements, self.reasks)
+
+    @property
+    def noisier_than_assumed(self) -> bool:
+        """The judge disagreed with itself more than the decision rule assumes."""
+        return self.reasks >= 5 and self.rate.interval[0] > self.assumed_flip_rate
 
 
 @dataclass(frozen=True, slots=True)
 class Drift:
-    """Layer 2: how the mean score moved, and whether the move is beyond noise."""
+    """Layer 2: how the mean (uncapped) score moved, and whether that is beyond noise."""
 
     baseline_mean: float | None
     current_mean: float | None
@@ -83,9 +156,15 @@ class Drift:
 
     @property
     def smallest_flaggable(self) -> float | None:
-        """The smallest drop this check could have flagged: tolerance or test, the larger."""
+        """The drop this check catches with 80 % power: tolerance or test, the larger."""
         found = self.test.minimum_detectable
         return None if found is None else max(self.tolerance, found)
+
+    @property
+    def underpowered(self) -> bool:
+        """A real drop of the tolerance would be missed more than one time in five."""
+        found = self.test.minimum_detectable
+        return found is not None and found > self.tolerance
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,50 +175,45 @@ class Comparison:
     matched: int
     new: tuple[str, ...]
     missing: tuple[str, ...]
-    non_canon: tuple[NonCanon, ...]
+    non_canon: tuple[NonCanon, ...]  # non-canon on evidence; ``known`` ones may not fail
     flips: tuple[Flip, ...]
     drift: Drift
     notes: tuple[str, ...]
     unscored: int  # questions the judge left unanswered in this run
+    canon_rate: tuple[Rate, Rate] = (Rate(0, 0), Rate(0, 0))  # baseline, now
+    question_rates: Mapping[str, tuple[Rate, Rate]] = dataclasses.field(default_factory=dict)
+    noise: ReaskNoise | None = None
+    strict: bool = False
+    undecided: tuple[str, ...] = ()  # artifacts whose verdict waits on unscored questions
 
     @property
     def regressions(self) -> tuple[Flip, ...]:
-        """Flips that fail the check (confirmed, or not yet re-asked)."""
+        """Flips that fail the check (confirmed, or not re-asked)."""
         return tuple(f for f in self.flips if f.regression)
 
     @property
+    def failures(self) -> tuple[NonCanon, ...]:
+        """Non-canon artifacts that fail the check: all of them with ``strict``."""
+        return tuple(n for n in self.non_canon if self.strict or not n.known)
+
+    @property
+    def known(self) -> tuple[NonCanon, ...]:
+        """Non-canon artifacts that were non-canon in the baseline too."""
+        return tuple(n for n in self.non_canon if n.known)
+
+    @property
     def failed(self) -> bool:
-        """Whether there is real evidence of a regression or a non-canon artifact."""
-        return bool(self.non_canon or self.regressions or self.drift.regressed)
+        """Whether there is real evidence of a regression or a new non-canon artifact."""
+        return bool(self.failures or self.regressions or self.drift.regressed)
 
     @property
     def status(self) -> Status:
-        """conforms, regressed, or unavailable (the judge left questions unanswered)."""
+        """conforms, regressed, or unavailable (the judge left something undecided)."""
         if self.failed:
             return "regressed"
-        if self.unscored or any(f.status == "unavailable" for f in self.flips):
+        if self.unscored or self.undecided or any(f.status == "unavailable" for f in self.flips):
             return "unavailable"
         return "conforms"
-
-
-def solidly_satisfied(score: float | None, confidence: float | None) -> bool:
-    """A confident, clearly satisfied answer."""
-    return (
-        score is not None
-        and confidence is not None
-        and score >= SOLID_SATISFIED
-        and confidence >= SOLID_CONFIDENCE
-    )
-
-
-def solidly_violated(score: float | None, confidence: float | None) -> bool:
-    """A confident, clearly violated answer."""
-    return (
-        score is not None
-        and confidence is not None
-        and score <= SOLID_VIOLATED
-        and confidence >= SOLID_CONFIDENCE
-    )
 
 
 def gate(
@@ -147,8 +221,17 @@ def gate(
     baseline: Baseline,
     threshold: float,
     tolerance: float = DEFAULT_TOLERANCE,
+    *,
+    evidence: Mapping[CellKey, Evidence] | None = None,
+    rule: DecisionRule | None = None,
+    noise: ReaskNoise | None = None,
+    strict: bool = False,
 ) -> Comparison:
-    """Compare a run with its baseline; flips stay pending until ``confirm_flips``."""
+    """Compare a run with its baseline.
+
+    ``evidence`` settles each flip from the confirmation re-asks; without it flips stay
+    pending (regressions). ``strict`` fails on known failures too.
+    """
     if not results:
         raise GateArgumentError(
             "gate() got no results; a check that passes because nothing was checked is "
@@ -161,6 +244,7 @@ def gate(
     if len(set(keys)) != len(keys):
         repeated = sorted({k for k in keys if keys.count(k) > 1})
         raise GateArgumentError(f"gate(): artifact keys repeat: {', '.join(repeated)}")
+    rule = rule or DecisionRule()
     records = baseline.artifacts
     new = tuple(sorted(k for k in keys if k not in records))
     present = set(keys)
@@ -175,41 +259,69 @@ def gate(
         notes.append(f"{len(new)} new artifact(s) with nothing to regress from: {', '.join(new)}")
     if missing:
         notes.append(f"{len(missing)} recorded artifact(s) not in this run: {', '.join(missing)}")
-    flips, layer1_notes = _layer1(results, baseline)
+    flips, layer1_notes = _layer1(results, baseline, evidence)
     notes.extend(layer1_notes)
-    drift = _layer2(results, baseline, tolerance)
+    drift = _layer2(results, baseline, tolerance, rule.drift_alpha)
     if drift.test.method == "none":
         notes.append(f"mean drift (Layer 2) not tested: {drift.test.detail}")
+    non_canon = tuple(
+        _non_canon(r, threshold, records.get(r.key)) for r in results if _fails(r, threshold)
+    )
+    if noise is not None and noise.noisier_than_assumed:
+        low = noise.rate.interval[0]
+        notes.append(
+            f"the judge disagreed with itself on {noise.rate} of the re-asks, more than the "
+            f"flip rate the check assumes ({noise.assumed_flip_rate:.0%}; at least {low:.0%} "
+            'here): run "canon calibrate" and raise flip_rate in canon.yaml'
+        )
+    undecided = tuple(
+        r.key for r in results if not r.canon and r.unscored and not _fails(r, threshold)
+    )
     return Comparison(
         checked=len(results),
         matched=len(keys) - len(new),
         new=new,
         missing=missing,
-        non_canon=tuple(n for r in results if (n := _non_canon(r, threshold)) is not None),
+        non_canon=non_canon,
         flips=flips,
         drift=drift,
         notes=tuple(notes),
         unscored=sum(len(r.unscored) for r in results),
+        canon_rate=_canon_rates(results, baseline),
+        question_rates=_question_rates(results, baseline),
+        noise=noise,
+        strict=strict,
+        undecided=undecided,
     )
 
 
-def _non_canon(result: ArtifactResult, threshold: float) -> NonCanon | None:
-    reasons: list[str] = []
-    if result.stopped_by is not None:
-        reasons.extend(result.reasons)
-    else:
-        if result.gated:
-            nscp = (r for r in result.reasons if r.startswith("NSCP"))
-            reasons.append(next(nscp, "NSCP gate: the judge found a contradiction"))
-        if result.score is not None and result.score < threshold:
-            reasons.append(f"score {result.score:.3f} is below the threshold {threshold:.3f}")
-        if result.score is None and not result.unscored:
-            reasons.append("no question applied to this artifact")
-    return NonCanon(result.key, tuple(reasons)) if reasons else None
+def _fails(result: ArtifactResult, threshold: float) -> bool:
+    """Non-canon on evidence, judged against the check's threshold when nothing settled it."""
+    if result.below_threshold is not None or result.score is None:
+        return fails_on_evidence(result)
+    if result.stopped_by is not None or result.gated:
+        return True
+    # Unsettled results: unscored questions count at their best, so an outage is no evidence.
+    best = optimistic_raw(result) if result.unscored else result.score
+    return best is not None and best < threshold
+
+
+def _non_canon(result: ArtifactResult, threshold: float, record: ArtifactRecord | None) -> NonCanon:
+    reasons = [r for r in result.reasons if "unscored" not in r]
+    if result.score is not None and result.below_threshold is None and result.score < threshold:
+        below = f"score {result.score:.3f} is below the threshold {threshold:.3f}"
+        if not any(r.startswith("score") for r in reasons):
+            reasons.append(below)
+    if not reasons:
+        reasons.append("no question applied to this artifact")
+    known = record is not None and record.canon is False
+    return NonCanon(result.key, tuple(reasons), known)
 
 
 def _layer1(
-    results: Sequence[ArtifactResult], baseline: Baseline
+    results: Sequence[ArtifactResult],
+    baseline: Baseline,
+    evidence: Mapping[CellKey, Evidence] | None,
 ) -> tuple[tuple[Flip, ...], list[str]]:
     flips: list[Flip] = []
     changed: dict[str, tuple[str | None, str | None, list[str]]] = {}
@@ -217,57 +329,118 @@ def _layer1(
         record = baseline.artifacts.get(result.key)
         if record is None or record.questions is None:
             continue
-        recorded = record.questions
         for cell in result.cells:
-            question = cell.question
-            before = recorded.get(question.id)
+            before = record.questions.get(cell.id)
             if before is None:
                 continue
-            if before.subject != question.subject:
+            if before.subject != cell.question.subject:
                 # Question ids are positional: P1 now asks about another principle.
-                changed.setdefault(question.id, (before.subject, question.subject, []))[2].append(
+                changed.setdefault(cell.id, (before.subject, cell.question.subject, []))[2].append(
                     result.key
                 )
                 continue
-            if (
-                cell.state == "answered"
-                and before.state == "answered"
-                and solidly_violated(cell.score, cell.confidence)
-                and solidly_satisfied(before.score, before.confidence)
-            ):
-                flips.append(
-                    Flip(
-                        key=result.key,
-                        question=question.id,
-                        text=question.subject or question.text,
-                        baseline_score=before.score,  # type: ignore[arg-type]  # checked solid
-                        baseline_confidence=before.confidence,  # type: ignore[arg-type]
-                        score=cell.score,  # type: ignore[arg-type]
-                        confidence=cell.confidence,  # type: ignore[arg-type]
-                    )
-                )
+            if before.state != "answered" or not solidly_satisfied(before.score, before.confidence):
+                continue
+            found = None if evidence is None else evidence.get((result.key, cell.id))
+            if found is None and not (cell.state == "answered" and violated(cell.score)):
+                continue
+            if found is not None and found.ceiling is not None and found.ceiling > SOLID_VIOLATED:
+                continue  # a low answer tested for the threshold, not a flip
+            flips.append(_flip(result.key, cell, before.score, before.confidence, found))
     notes = [
         f"question {qid} asks about a different principle than in the baseline "
         f"(was {old!r}, now {now!r}); skipped for {len(keys)} artifact(s); {REACCEPT}"
         for qid, (old, now, keys) in sorted(changed.items())
     ]
+    for flip in flips:
+        if flip.status == "unconfirmed":
+            notes.append(
+                f"{flip.key} {flip.question} read as violated once, but the judge did not "
+                f"repeat it over {flip.asks - 1} re-ask(s); treated as judge noise"
+            )
+        elif flip.status == "inconclusive":
+            notes.append(
+                f"{flip.key} {flip.question} read as violated, but the judge stayed split "
+                f"over {flip.asks - 1} re-ask(s); not counted as a regression "
+                '(run "canon calibrate" to measure this judge\'s noise)'
+            )
+        elif flip.status == "unavailable":
+            notes.append(
+                f"{flip.key} {flip.question} read as violated, but re-asking the judge "
+                "failed; the flip is undecided"
+            )
     return tuple(flips), notes
 
 
-def _layer2(results: Sequence[ArtifactResult], baseline: Baseline, tolerance: float) -> Drift:
+def _flip(
+    key: str,
+    cell: Cell,
+    baseline_score: float | None,
+    baseline_confidence: float | None,
+    found: Evidence | None,
+) -> Flip:
+    status: FlipStatus = "pending"
+    if found is not None:
+        status = {
+            "confirmed": "confirmed",
+            "refuted": "unconfirmed",
+            "open": "inconclusive",
+            "unavailable": "unavailable",
+        }[found.status]  # type: ignore[assignment]
+    return Flip(
+        key=key,
+        question=cell.id,
+        text=cell.question.subject or cell.question.text,
+        baseline_score=float(baseline_score or 0.0),
+        baseline_confidence=float(baseline_confidence or 0.0),
+        score=float(cell.score if cell.score is not None else 0.0),
+        confidence=float(cell.confidence if cell.confidence is not None else 0.0),
+        status=status,
+        asks=1 if found is None else found.asks,
+        e_value=None if found is None else found.e_value,
+    )
+
+
+def optimistic_raw(result: ArtifactResult) -> float | None:
+    """The uncapped mean with every unscored question at its best score.
+
+    A partial judge outage must never look like a drop: Layer 2 compares this bound.
+    """
+    scores = [c.score for c in result.cells if c.state == "answered" and c.score is not None]
+    scores.extend(1.0 for c in result.cells if c.state == "unscored")
+    return sum(scores) / len(scores) if scores else None
+
+
+def recorded_raw(record: ArtifactRecord) -> float | None:
+    """A baseline record's uncapped mean (its questions'), or its score in old formats."""
+    if not record.questions:
+        return record.score
+    scores = [
+        q.score for q in record.questions.values() if q.state == "answered" and q.score is not None
+    ]
+    return sum(scores) / len(scores) if scores else record.score
+
+
+def _layer2(
+    results: Sequence[ArtifactResult], baseline: Baseline, tolerance: float, alpha: float
+) -> Drift:
     before: list[float] = []
     after: list[float] = []
     for result in results:
         record = baseline.artifacts.get(result.key)
-        if record is not None and record.score is not None and result.score is not None:
-            before.append(record.score)
-            after.append(result.score)
+        now = optimistic_raw(result) if result.cells else result.raw_score
+        then = None if record is None else recorded_raw(record)
+        if then is not None and now is not None:
+            before.append(then)
+            after.append(now)
     if before:
-        test = paired_drop_test(before, after)
+        test = sign_flip_drop_test(before, after, alpha)
     else:
-        before = [r.score for r in baseline.artifacts.values() if r.score is not None]
-        after = [r.score for r in results if r.score is not None]
-        test = welch_drop_test(before, after)
+        before = [s for r in baseline.artifacts.values() if (s := recorded_raw(r)) is not None]
+        after = [
+            s for r in results if (s := (optimistic_raw(r) if r.cells else r.raw_score)) is not None
+        ]
+        test = welch_drop_test(before, after, alpha)
     return Drift(
         baseline_mean=statistics.fmean(before) if before else None,
         current_mean=statistics.fmean(after) if after else None,
@@ -276,31 +449,33 @@ def _layer2(results: Sequence[ArtifactResult], baseline: Baseline, tolerance: fl
     )
 
 
-def confirm_flips(comparison: Comparison, reasked: Mapping[tuple[str, str], Cell]) -> Comparison:
-    """Settle pending flips with the judge's second answers, keyed by (artifact, question)."""
-    flips: list[Flip] = []
-    notes = list(comparison.notes)
-    for flip in comparison.flips:
-        cell = reasked.get((flip.key, flip.question))
-        if flip.status != "pending" or cell is None:
-            flips.append(flip)
-            continue
-        if cell.state == "unscored":
-            status: FlipStatus = "unavailable"
-            notes.append(
-                f"{flip.key} {flip.question} flipped to violated, but re-asking the judge "
-                f"failed ({cell.error}); the flip is unconfirmed"
-            )
-        elif cell.state == "answered" and solidly_violated(cell.score, cell.confidence):
-            status = "confirmed"
-        else:
-            status = "unconfirmed"
-            notes.append(
-                f"{flip.key} {flip.question} flipped to violated once, but the judge did not "
-                "repeat it when asked again; treated as noise"
-            )
-        flips.append(dataclasses.replace(flip, status=status))
-    return dataclasses.replace(comparison, flips=tuple(flips), notes=tuple(notes))
+def _canon_rates(results: Sequence[ArtifactResult], baseline: Baseline) -> tuple[Rate, Rate]:
+    recorded = [r.canon for r in baseline.artifacts.values() if r.canon is not None]
+    return (
+        Rate(sum(recorded), len(recorded)),
+        Rate(sum(r.canon for r in results), len(results)),
+    )
+
+
+def _question_rates(
+    results: Sequence[ArtifactResult], baseline: Baseline
+) -> dict[str, tuple[Rate, Rate]]:
+    then: dict[str, list[int]] = {}
+    for record in baseline.artifacts.values():
+        for qid, q in (record.questions or {}).items():
+            if q.state == "answered" and q.score is not None:
+                tally = then.setdefault(qid, [0, 0])
+                tally[0] += q.score >= SOLID_SATISFIED
+                tally[1] += 1
+    now: dict[str, list[int]] = {}
+    for result in results:
+        for cell in result.cells:
+            if cell.state == "answered" and cell.score is not None:
+                tally = now.setdefault(cell.id, [0, 0])
+                tally[0] += cell.score >= SOLID_SATISFIED
+                tally[1] += 1
+    order = list(dict.fromkeys([*now, *then]))
+    return {qid: (Rate(*then.get(qid, [0, 0])), Rate(*now.get(qid, [0, 0]))) for qid in order}
 
 
 def provenance_notes(baseline: Baseline, *, judge: str, constitution: str) -> tuple[str, ...]:

@@ -62,6 +62,9 @@ class ArtifactResult:
     gates: tuple[GateOutcome, ...] = ()
     reasons: tuple[str, ...] = ()  # why it is non-canon, most important first
     notes: tuple[str, ...] = ()  # worth knowing, not failures (e.g. a contract WARN)
+    # Settled by confirmation (canon.core.settle): whether the score is below the threshold
+    # beyond judge noise. None when nothing was settled and the plain score speaks.
+    below_threshold: bool | None = None
 
     @property
     def stopped_by(self) -> str | None:
@@ -227,6 +230,8 @@ def fails_on_evidence(result: ArtifactResult) -> bool:
         return True
     if result.score is None:
         return not result.unscored
+    if result.below_threshold is not None:
+        return result.below_threshold
     return result.score < result.threshold
 
 

@@ -1,11 +1,19 @@
 """One-sided tests of whether a mean score dropped beyond run-to-run noise.
 
-This is the only module that imports scipy, and only inside the functions that need it:
-``import canon`` and ``canon --help`` must stay fast.
+Matched artifacts are compared with an exact one-sided paired sign-flip permutation test:
+under "nothing changed" the two runs are exchangeable, so each artifact's difference is as
+likely positive as negative, whatever the shape of the judge's noise. Up to
+``EXACT_PAIRS`` non-zero differences every sign pattern is counted; above, a seeded Monte
+Carlo sample is. A paired bootstrap gives an interval for the drop, and the drop this test
+would catch with 80 % power says whether the check could see a drop of the tolerance at all.
+
+This is the only module that imports scipy and numpy, and only inside the functions that
+need them: ``import canon`` and ``canon --help`` must stay fast.
 """
 
 from __future__ import annotations
 
+import hashlib
 import math
 import statistics
 from collections.abc import Sequence
@@ -17,7 +25,11 @@ ALPHA = 0.05  # one-sided significance level for "the mean dropped"
 # constant drop with no spread at all is not noise.
 ZERO_VARIANCE = 1e-12
 
-TestMethod = Literal["paired", "welch", "none"]
+TestMethod = Literal["sign-flip", "paired", "welch", "none"]
+EXACT_PAIRS = 16  # 2**16 sign patterns are counted exactly; more are sampled
+MONTE_CARLO_ROUNDS = 20_000
+BOOTSTRAP_ROUNDS = 4_000
+POWER = 0.8  # the power at which the minimum detectable drop is stated
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,9 +40,10 @@ class DropTest:
     n: int  # pairs for the paired test; all scores for Welch
     drop: float | None  # mean(before) - mean(after); positive means scores fell
     p_value: float | None
-    minimum_detectable: float | None  # the smallest mean drop this test could call real
+    minimum_detectable: float | None  # the drop this test catches with 80 % power
     beyond_noise: bool
     detail: str  # how the verdict was reached, in words
+    interval: tuple[float, float] | None = None  # 95 % interval for the drop
 
 
 def paired_drop_test(
@@ -68,6 +81,66 @@ def paired_drop_test(
     )
 
 
+def sign_flip_drop_test(
+    before: Sequence[float], after: Sequence[float], alpha: float = ALPHA
+) -> DropTest:
+    """Exact one-sided paired sign-flip permutation test (Monte Carlo for many pairs)."""
+    if len(before) != len(after):
+        raise ValueError(f"paired scores differ in length: {len(before)} vs {len(after)}")
+    n = len(before)
+    if n == 0:
+        return DropTest("none", 0, None, None, None, False, "no artifact was scored in both runs")
+    diffs = [b - a for b, a in zip(before, after, strict=True)]
+    drop = math.fsum(diffs) / n
+    if n < 2:
+        return DropTest(
+            "none", 1, drop, None, None, False, "one matched artifact: too few to test for noise"
+        )
+    variance = statistics.variance(diffs)
+    if variance <= ZERO_VARIANCE:
+        detail = f"every score moved by exactly {-drop + 0.0:+.3f} (zero variance, n = {n})"
+        return _constant("sign-flip", n, drop, detail)
+    np = _numpy()
+    rng = np.random.default_rng(_seed(diffs))
+    moved = np.array([d for d in diffs if abs(d) > 1e-12])
+    observed = float(moved.sum()) - 1e-9  # ties count as at least as extreme
+    if len(moved) <= EXACT_PAIRS:
+        patterns = ((np.arange(2 ** len(moved))[:, None] >> np.arange(len(moved))) & 1) * 2 - 1
+        p_value = float(np.mean(patterns @ np.abs(moved) >= observed))
+        how = f"exact over {2 ** len(moved)} sign patterns"
+    else:
+        signs = rng.choice(np.array([-1.0, 1.0]), size=(MONTE_CARLO_ROUNDS, len(moved)))
+        hits = int(np.count_nonzero(signs @ np.abs(moved) >= observed))
+        p_value = (hits + 1) / (MONTE_CARLO_ROUNDS + 1)
+        how = f"Monte Carlo over {MONTE_CARLO_ROUNDS} sign patterns"
+    samples = rng.choice(np.array(diffs), size=(BOOTSTRAP_ROUNDS, n)).mean(axis=1)
+    low, high = (float(v) for v in np.quantile(samples, [0.025, 0.975]))
+    return DropTest(
+        method="sign-flip",
+        n=n,
+        drop=drop,
+        p_value=p_value,
+        minimum_detectable=_detectable(math.sqrt(variance), n, alpha),
+        beyond_noise=p_value < alpha,
+        detail=f"paired sign-flip test over {n} artifacts scored in both runs ({how})",
+        interval=(low, high),
+    )
+
+
+def _detectable(spread: float, n: int, alpha: float) -> float:
+    # The mean drop a one-sided test at ``alpha`` catches with 80 % power, for differences
+    # spread like these ones (the t approximation; the sign-flip test is close to it).
+    stats = _scipy_stats()
+    quantiles = float(stats.t.ppf(1.0 - alpha, n - 1)) + float(stats.t.ppf(POWER, n - 1))
+    return quantiles * spread / math.sqrt(n)
+
+
+def _seed(values: Sequence[float]) -> int:
+    # The same scores give the same p-value and interval on every run of the check.
+    material = ",".join(f"{v:.9f}" for v in values).encode("ascii")
+    return int.from_bytes(hashlib.sha256(material).digest()[:8], "big")
+
+
 def welch_drop_test(
     before: Sequence[float], after: Sequence[float], alpha: float = ALPHA
 ) -> DropTest:
@@ -92,20 +165,28 @@ def welch_drop_test(
         (var_before / len(before)) ** 2 / (len(before) - 1)
         + (var_after / len(after)) ** 2 / (len(after) - 1)
     )
-    critical = float(stats.t.ppf(1.0 - alpha, df))
+    quantiles = float(stats.t.ppf(1.0 - alpha, df)) + float(stats.t.ppf(POWER, df))
     p_value = float(result.pvalue)
+    half = float(stats.t.ppf(0.975, df)) * math.sqrt(se_squared)
     return DropTest(
         method="welch",
         n=n,
         drop=drop,
         p_value=p_value,
-        minimum_detectable=critical * math.sqrt(se_squared),
+        minimum_detectable=quantiles * math.sqrt(se_squared),
+        interval=(drop - half, drop + half),
         beyond_noise=p_value < alpha,
         detail=(
             f"Welch two-sample t-test ({len(before)} baseline vs {len(after)} current scores; "
             "no artifact matched)"
         ),
     )
+
+
+def _numpy() -> Any:
+    import numpy  # scipy's own dependency; imported only when a test runs
+
+    return numpy
 
 
 def _scipy_stats() -> Any:
@@ -126,4 +207,5 @@ def _constant(method: TestMethod, n: int, drop: float, detail: str) -> DropTest:
         minimum_detectable=0.0,
         beyond_noise=drop > 0,
         detail=detail,
+        interval=(drop, drop),
     )

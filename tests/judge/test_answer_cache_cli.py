@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 
+from canon.core.evidence import DecisionRule
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 SUITE = "artifacts:\n  - id: refund\n    text: {text}\n"
 
@@ -70,9 +72,11 @@ def test_check_re_asks_a_flip_of_the_judge_itself_not_of_the_cache(project, fake
     # the same artifact id with a new text: its questions are asked anew, and the judge
     # now says the mission is not served, then takes it back when asked again
     (project / "one.yaml").write_text(SUITE.format(text="I refunded both charges, to be safe."))
-    mission.replies, mission.hits = ("ANSWER: no", "ANSWER: yes"), 0
+    mission.replies, mission.hits = ("ANSWER: no", "ANSWER: yes", "ANSWER: yes"), 0
     checked = _canon(project, fake_llm, "check", "--quiet")
-    assert len(fake_llm.requests) == 21  # 10 new questions and 1 re-ask
+    # 10 new questions and 2 re-asks: each a new variant with its own cache key, asked of
+    # the judge, never the cached first answer
+    assert len(fake_llm.requests) == 22
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "not repeated on re-ask" in checked.stdout
 
@@ -112,7 +116,9 @@ def test_judge_cache_false_in_canon_yaml_turns_the_cache_off(project, fake_llm):
         config.write("judge_cache: false\n")
     for _ in range(2):
         assert _canon(project, fake_llm, "score", "--quiet").returncode in (0, 1)
-    assert len(fake_llm.requests) == 20
+    # every answer is "yes", the gate's too: each run confirms that contradiction anew
+    per_run = 10 + DecisionRule().reasks_to_confirm(10)
+    assert len(fake_llm.requests) == 2 * per_run
     assert not (project / ".canon").exists()
 
 

@@ -10,10 +10,11 @@ import pytest
 
 from canon.core.artifact import Artifact
 from canon.core.baseline import baseline_from_results
-from canon.core.compare import Comparison, confirm_flips, gate
+from canon.core.compare import Comparison, gate
 from canon.core.constitution import Constitution
+from canon.core.evidence import DecisionRule, add_answer, failed_reask, open_evidence
 from canon.core.rubric import Question
-from canon.core.scoring import ArtifactResult, unscored_cell
+from canon.core.scoring import ArtifactResult
 from canon.errors import JudgeUnavailableError
 from canon.gates.outcome import GateOutcome
 from canon.judge.mock import MockJudge
@@ -97,10 +98,14 @@ def regressed(
 
     plan = make_plan(constitution, flipped)
     results = score(plan, [ARTIFACTS["fine"], also, ARTIFACTS["weak"]])
-    comparison = gate(results, baseline, 0.85, 0.02)
+    rule = DecisionRule()
     p2 = results[0].cell("P2")
-    reasked = {("fine", "P2"): p2, ("also-fine", "P2"): unscored_cell(p2.question, "timed out")}
-    return plan, results, confirm_flips(comparison, reasked)
+    confirmed = open_evidence(p2.question, {"no": 1.0}, rule, 30)
+    while confirmed.status == "open":
+        confirmed = add_answer(confirmed, {"no": 1.0}, rule, 30)
+    failed = failed_reask(open_evidence(p2.question, {"no": 1.0}, rule, 30))
+    evidence = {("fine", "P2"): confirmed, ("also-fine", "P2"): failed}
+    return plan, results, gate(results, baseline, 0.85, 0.02, evidence=evidence, rule=rule)
 
 
 @pytest.fixture

@@ -1,0 +1,115 @@
+"""The check as a library: score, confirm, compare — shared by the CLI, pytest and Python.
+
+``score_run`` scores a suite and confirms every would-be failure; ``accept_run`` turns
+that into a baseline; ``check_run`` compares it with one. None of them prints or exits.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from canon.confirm import Confirmation, confirm
+from canon.core.artifact import Artifact
+from canon.core.baseline import Baseline, baseline_from_results
+from canon.core.compare import DEFAULT_TOLERANCE, Comparison, ReaskNoise, gate, provenance_notes
+from canon.core.evidence import DecisionRule
+from canon.core.scoring import ArtifactResult
+from canon.runner import DEFAULT_CONCURRENCY, ProgressCallback, ScoringPlan, score_artifacts
+
+
+@dataclass(frozen=True, slots=True)
+class CheckOutcome:
+    """A checked run: its settled results, the evidence, and the comparison."""
+
+    confirmation: Confirmation
+    comparison: Comparison
+
+    @property
+    def results(self) -> tuple[ArtifactResult, ...]:
+        """The settled results of the run."""
+        return self.confirmation.results
+
+
+async def score_run(
+    plan: ScoringPlan,
+    artifacts: Sequence[Artifact],
+    rule: DecisionRule | None = None,
+    *,
+    baseline: Baseline | None = None,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    on_result: ProgressCallback | None = None,
+) -> Confirmation:
+    """Score artifacts, then re-ask what a failing verdict (or a flip) hangs on."""
+    first = await score_artifacts(plan, artifacts, concurrency=concurrency, on_result=on_result)
+    return await confirm(
+        plan, artifacts, first, rule or DecisionRule(), baseline=baseline, concurrency=concurrency
+    )
+
+
+def baseline_from_run(plan: ScoringPlan, confirmation: Confirmation) -> Baseline:
+    """The baseline a confirmed run records: pooled answers and how many asks each had."""
+    return baseline_from_results(
+        confirmation.results,
+        rubric=plan.rubric,
+        judge=plan.judge.name,
+        constitution=plan.constitution.digest,
+        threshold=plan.threshold,
+        asks={key: e.asks for key, e in confirmation.evidence.items()},
+    )
+
+
+def noise_of(confirmation: Confirmation, rule: DecisionRule) -> ReaskNoise:
+    """What the run's re-asks showed of the judge's own disagreement."""
+    return ReaskNoise(confirmation.reasks, confirmation.disagreements, rule.flip_rate)
+
+
+async def check_run(
+    plan: ScoringPlan,
+    artifacts: Sequence[Artifact],
+    baseline: Baseline,
+    *,
+    tolerance: float = DEFAULT_TOLERANCE,
+    rule: DecisionRule | None = None,
+    strict: bool = False,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    on_result: ProgressCallback | None = None,
+) -> CheckOutcome:
+    """Score and confirm a run, then compare it with ``baseline``."""
+    rule = rule or DecisionRule()
+    confirmation = await score_run(
+        plan,
+        artifacts,
+        rule,
+        baseline=baseline,
+        concurrency=concurrency,
+        on_result=on_result,
+    )
+    return CheckOutcome(
+        confirmation, compare_run(plan, confirmation, baseline, tolerance, rule, strict)
+    )
+
+
+def compare_run(
+    plan: ScoringPlan,
+    confirmation: Confirmation,
+    baseline: Baseline,
+    tolerance: float,
+    rule: DecisionRule,
+    strict: bool = False,
+) -> Comparison:
+    """Compare a confirmed run with its baseline, provenance notes first."""
+    comparison = gate(
+        confirmation.results,
+        baseline,
+        plan.threshold,
+        tolerance,
+        evidence=confirmation.evidence,
+        rule=rule,
+        noise=noise_of(confirmation, rule),
+        strict=strict,
+    )
+    extra = provenance_notes(baseline, judge=plan.judge.name, constitution=plan.constitution.digest)
+    if not extra:
+        return comparison
+    return replace(comparison, notes=(*extra, *comparison.notes))

@@ -1,0 +1,161 @@
+"""Settling an artifact's verdict on confirmed evidence only.
+
+A first pass gives every question one answer. Which low answers a failing verdict hangs on
+is decided here, and once their evidence is in (``canon.core.evidence``), the verdict is
+rebuilt from pooled answers with only the *confirmed* failures counting: a tripped NSCP gate
+whose claim was confirmed, or a score that stays below the threshold even when every cell
+that is not confirmed low takes its best possible value (unscored cells included, so a
+partial judge outage is never evidence).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+
+from canon.core.evidence import Evidence
+from canon.core.scoring import ArtifactResult, Cell, gate_tripped, judge_verdict
+
+# A baseline cell was "solidly satisfied" with a clear score and a confident judge; a
+# current cell at or below SOLID_VIOLATED is a flip worth testing.
+SOLID_SATISFIED = 0.75
+SOLID_VIOLATED = 0.25
+SOLID_CONFIDENCE = 0.7
+
+
+def gate_suspects(result: ArtifactResult) -> tuple[str, ...]:
+    """Gate questions whose first answer tripped the NSCP gate."""
+    return tuple(c.id for c in result.cells if c.question.kind == "gate" and gate_tripped(c))
+
+
+def threshold_suspects(result: ArtifactResult) -> tuple[str, ...]:
+    """Cells that pull the score down, in the order re-asking them helps most.
+
+    Answered cells below the best score come first, lowest first, then n/a answers (which
+    drop a question from the mean and so may hold the score down too).
+    """
+    scored = sorted(
+        (c for c in result.cells if c.state == "answered" and (c.score or 0.0) < 1.0),
+        key=lambda c: (c.score or 0.0, c.id),
+    )
+    na = [c for c in result.cells if c.state == "na"]
+    return tuple(c.id for c in (*scored, *na))
+
+
+def upper_bound(
+    cells: Sequence[Cell],
+    evidence: Mapping[str, Evidence],
+    assume_confirmed: frozenset[str] = frozenset(),
+) -> float | None:
+    """The artifact's best possible score given what is confirmed.
+
+    Confirmed cells count at their claim's ceiling (or their pooled score, if higher);
+    confirmed n/a cells leave the mean; every other cell (unscored ones included) counts
+    at the best score. ``assume_confirmed`` treats further cells as confirmed at their
+    current answer, to ask whether testing them could ever settle the verdict.
+    """
+    total = 0.0
+    count = 0
+    for cell in cells:
+        found = evidence.get(cell.id)
+        if found is not None and found.status == "confirmed":
+            if found.ceiling is None:
+                continue
+            total += max(found.ceiling, cell.score if cell.score is not None else 0.0)
+        elif cell.id in assume_confirmed:
+            if cell.state == "na":
+                continue
+            total += cell.score if cell.score is not None else 1.0
+        else:
+            total += 1.0
+        count += 1
+    return total / count if count else None
+
+
+def settle(
+    result: ArtifactResult, pooled: Sequence[Cell], evidence: Mapping[str, Evidence]
+) -> ArtifactResult:
+    """The verdict on pooled answers, failing only on confirmed evidence."""
+    if result.stopped_by is not None:
+        return result  # a deterministic gate is evidence on its own
+    verdict = judge_verdict(result.key, pooled, result.threshold, result.gates)
+    gate_ids = {c.id for c in pooled if c.question.kind == "gate"}
+    gated = any(evidence.get(q) is not None and evidence[q].status == "confirmed" for q in gate_ids)
+    raw = verdict.raw_score
+    score = raw
+    reasons: list[str] = []
+    notes = list(verdict.notes)
+    if gated:
+        gate_cells = [c for c in pooled if c.id in gate_ids and c.score is not None]
+        cap = min(c.score for c in gate_cells if c.score is not None) if gate_cells else 0.0
+        score = cap if raw is None else min(raw, cap)
+        reasons.extend(r for r in verdict.reasons if r.startswith("NSCP"))
+        if not reasons:
+            question = next(c.question for c in pooled if c.id in gate_ids)
+            reasons.append(
+                f"NSCP gate: the judge found a contradiction ({question.id}: {question.text})"
+            )
+    elif verdict.gated:
+        notes.append(_unconfirmed_gate(evidence, gate_ids))
+    reasons.extend(r for r in verdict.reasons if "unscored" in r)
+    bound = upper_bound(pooled, evidence)
+    below = False
+    if score is None:
+        if not verdict.unscored:
+            reasons.append("no question applied to this artifact")
+    elif not gated and score < result.threshold:
+        if bound is not None and bound < result.threshold:
+            below = True
+            reasons.append(
+                f"score {score:.3f} is below the threshold {result.threshold:.3f} "
+                f"(confirmed: at best {bound:.3f} on the confirmed answers)"
+            )
+        elif not verdict.unscored:
+            notes.append(
+                f"score {score:.3f} is below the threshold {result.threshold:.3f}, but not "
+                f"beyond judge noise (it could be {bound:.3f}); not counted as a failure"
+            )
+        else:
+            reasons.append(
+                f"score {score:.3f} is below the threshold {result.threshold:.3f} on the "
+                f"answered questions only; not evidence while questions are unscored"
+            )
+    return dataclasses.replace(
+        verdict,
+        canon=not reasons,
+        score=score,
+        gated=gated,
+        reasons=tuple(reasons),
+        notes=tuple(notes),
+        below_threshold=below,
+    )
+
+
+def _unconfirmed_gate(evidence: Mapping[str, Evidence], gate_ids: set[str]) -> str:
+    found = [evidence[q] for q in sorted(gate_ids) if q in evidence]
+    if any(e.status == "unavailable" for e in found):
+        why = "re-asking the judge failed"
+    elif any(e.status == "open" for e in found):
+        why = "the judge stayed split over the re-asks"
+    else:
+        why = "the judge did not repeat it when asked again"
+    asks = max((e.asks for e in found), default=1)
+    return (
+        f"NSCP gate tripped once, but not beyond judge noise ({why}; {asks} answer(s)); "
+        "not counted as a failure"
+    )
+
+
+def solidly_satisfied(score: float | None, confidence: float | None) -> bool:
+    """A confident, clearly satisfied answer."""
+    return (
+        score is not None
+        and confidence is not None
+        and score >= SOLID_SATISFIED
+        and confidence >= SOLID_CONFIDENCE
+    )
+
+
+def violated(score: float | None) -> bool:
+    """A clearly violated answer (the current side of a flip)."""
+    return score is not None and score <= SOLID_VIOLATED

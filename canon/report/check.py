@@ -1,0 +1,187 @@
+"""The check report, as text for people and as plain data for ``--format json``."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from canon.core.baseline import Baseline
+from canon.core.compare import REACCEPT, Comparison, Drift, Rate
+
+_FLIP_VERDICTS = {
+    "pending": "REGRESSION (not re-asked)",
+    "confirmed": "REGRESSION (confirmed beyond judge noise)",
+    "unconfirmed": "judge noise (not repeated on re-ask)",
+    "inconclusive": "undecided (the judge stayed split)",
+    "unavailable": "undecided (re-ask failed)",
+}
+
+
+def exit_code_for(comparison: Comparison) -> int:
+    """0 conforms, 1 regressed or newly non-canon, 3 the judge left something undecided."""
+    return {"conforms": 0, "regressed": 1, "unavailable": 3}[comparison.status]
+
+
+def remedy(comparison: Comparison, baseline: Baseline) -> str:
+    """The last line of a check report: the verdict and what to do next."""
+    if comparison.status == "regressed":
+        return f"REGRESSION: fix what regressed; if the change is intended, {REACCEPT}"
+    if comparison.status == "unavailable":
+        return (
+            "INCOMPLETE: the judge left questions a decision needs unanswered and no "
+            'regression was found; run "canon check" again when the judge is reachable'
+        )
+    stale = comparison.new or comparison.missing or baseline.legacy
+    if stale or any(REACCEPT in note for note in comparison.notes):
+        return f"CONFORMS to the baseline; to fold the notes above into it, {REACCEPT}"
+    return "CONFORMS to the baseline"
+
+
+def render_check(comparison: Comparison, baseline: Baseline, *, suite: str, path: str) -> str:
+    """The human-readable check report; it ends with the remedy."""
+    c = comparison
+    before, now = c.canon_rate
+    lines = [
+        f"canon check: suite '{suite}' against {path}",
+        f"  {c.checked} artifact(s) checked: {c.matched} matched, {len(c.new)} new, "
+        f"{len(c.missing)} recorded but missing",
+        f"  canon artifacts: {before} -> {now} (95% Wilson intervals)",
+    ]
+    failures = c.failures
+    if failures:
+        lines.append("non-canon artifacts (confirmed beyond judge noise):")
+        lines.extend(f"  {n.key}: {'; '.join(n.reasons)}" for n in failures)
+    known = [n for n in c.known if n not in failures]
+    if known:
+        lines.append("known failures (non-canon in the baseline too; --strict fails on them):")
+        lines.extend(f"  {n.key}: {'; '.join(n.reasons)}" for n in known)
+    if c.flips:
+        lines.append("per-question flips from solidly satisfied to violated (Layer 1):")
+        for f in c.flips:
+            lines.append(
+                f"  {f.key} {f.question}: {f.baseline_score:.2f} -> {f.score:.2f} over "
+                f"{f.asks} answer(s) - {_FLIP_VERDICTS[f.status]}: {f.text}"
+            )
+    lines.extend(_drift_lines(c.drift))
+    dropped = _dropped_questions(c)
+    if dropped:
+        lines.append("questions satisfied by fewer artifacts than in the baseline:")
+        lines.extend(f"  {qid}: {then} -> {now}" for qid, then, now in dropped)
+    if c.noise is not None and c.noise.reasks:
+        lines.append(
+            f"judge noise seen on re-asks: {c.noise.rate} disagreed with their question's "
+            f"majority answer (the check assumes at most {c.noise.assumed_flip_rate:.0%})"
+        )
+    if c.notes:
+        lines.append("notes:")
+        lines.extend(f"  - {note}" for note in c.notes)
+    lines.append(remedy(c, baseline))
+    return "\n".join(lines) + "\n"
+
+
+def _dropped_questions(c: Comparison) -> list[tuple[str, Rate, Rate]]:
+    rows = []
+    for qid, (then, now) in c.question_rates.items():
+        if then.trials and now.trials and (now.value or 0.0) < (then.value or 0.0):
+            rows.append((qid, then, now))
+    return rows
+
+
+def _drift_lines(drift: Drift) -> list[str]:
+    test = drift.test
+    if drift.drop is None or drift.baseline_mean is None or drift.current_mean is None:
+        return ["mean drift (Layer 2): nothing to compare"]
+    head = (
+        f"mean drift (Layer 2, uncapped scores): {drift.baseline_mean:.3f} -> "
+        f"{drift.current_mean:.3f} (drop {drift.drop:.3f}, tolerance {drift.tolerance:.3f})"
+    )
+    if test.method == "none":
+        return [f"{head}: not tested ({test.detail})"]
+    if drift.regressed:
+        verdict = "REGRESSION: beyond the tolerance and beyond noise"
+    elif drift.drop > drift.tolerance:
+        verdict = "beyond the tolerance but within noise"
+    else:
+        verdict = "within the tolerance"
+    lines = [f"{head}: {verdict}"]
+    p_value = "" if test.p_value is None else f", one-sided p = {test.p_value:.3g}"
+    interval = ""
+    if test.interval is not None:
+        interval = f"; 95% interval for the drop [{test.interval[0]:.3f}, {test.interval[1]:.3f}]"
+    lines.append(f"  {test.detail}{p_value}{interval}")
+    if test.minimum_detectable is not None:
+        lines.append(
+            f"  a drop of {test.minimum_detectable:.3f} would be caught 80% of the time"
+            + (
+                f": UNDERPOWERED for the tolerance {drift.tolerance:.3f} (add artifacts, "
+                "ask more samples or use logprobs, or raise the tolerance)"
+                if drift.underpowered
+                else ""
+            )
+        )
+    return lines
+
+
+def _rate(rate: Rate) -> dict[str, Any]:
+    low, high = rate.interval
+    return {
+        "successes": rate.successes,
+        "trials": rate.trials,
+        "rate": rate.value,
+        "wilson_95": [low, high],
+    }
+
+
+def check_document(
+    comparison: Comparison, baseline: Baseline, *, suite: str, path: str
+) -> dict[str, Any]:
+    """The check report as plain data, for ``--format json``."""
+    c, drift = comparison, comparison.drift
+    before, now = c.canon_rate
+    return {
+        "suite": suite,
+        "baseline": path,
+        "status": c.status,
+        "exit_code": exit_code_for(c),
+        "strict": c.strict,
+        "artifacts": {
+            "checked": c.checked,
+            "matched": c.matched,
+            "new": list(c.new),
+            "missing": list(c.missing),
+        },
+        "canon_rate": {"baseline": _rate(before), "now": _rate(now)},
+        "question_rates": {
+            qid: {"baseline": _rate(then), "now": _rate(current)}
+            for qid, (then, current) in c.question_rates.items()
+        },
+        "non_canon": [
+            {"key": n.key, "reasons": list(n.reasons), "known": n.known} for n in c.non_canon
+        ],
+        "flips": [dataclasses.asdict(f) for f in c.flips],
+        "drift": {
+            "baseline_mean": drift.baseline_mean,
+            "current_mean": drift.current_mean,
+            "drop": drift.drop,
+            "drop_interval_95": None if drift.test.interval is None else list(drift.test.interval),
+            "tolerance": drift.tolerance,
+            "test": drift.test.method,
+            "n": drift.test.n,
+            "p_value": drift.test.p_value,
+            "minimum_detectable_drop": drift.test.minimum_detectable,
+            "smallest_flaggable_drop": drift.smallest_flaggable,
+            "underpowered": drift.underpowered,
+            "regressed": drift.regressed,
+        },
+        "judge_noise": None
+        if c.noise is None
+        else {
+            "reasks": c.noise.reasks,
+            "disagreements": c.noise.disagreements,
+            "rate": _rate(c.noise.rate),
+            "assumed_flip_rate": c.noise.assumed_flip_rate,
+        },
+        "notes": list(c.notes),
+        "unscored_questions": c.unscored,
+        "remedy": remedy(c, baseline),
+    }
