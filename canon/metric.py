@@ -7,8 +7,8 @@ from pathlib import Path
 
 from canon.confirm import confirm
 from canon.core.artifact import as_artifact
-from canon.core.evidence import DecisionRule
 from canon.core.constitution import Constitution
+from canon.core.evidence import DecisionRule
 from canon.core.rubric import refuse_rubric_override
 from canon.core.scoring import ArtifactResult, check_threshold, failure_message
 from canon.errors import UsageError

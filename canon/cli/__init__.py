@@ -16,6 +16,7 @@ _COMMANDS: dict[str, str] = {
     "policy": "canon.cli.policy:policy",
     "contract": "canon.cli.contract:contract",
     "set-judge": "canon.cli.set_judge:set_judge",
+    "calibrate": "canon.cli.calibrate:calibrate",
 }
 
 _SUMMARIES: dict[str, str] = {
@@ -25,6 +26,7 @@ _SUMMARIES: dict[str, str] = {
     "policy": "Check structured JSON output against a policy (deterministic gate).",
     "contract": "Check OpenTelemetry traces against behavioral contracts.",
     "set-judge": "Set judge_model in the project's canon.yaml (provider:model).",
+    "calibrate": "Measure how often the judge changes its answers; recommend flip_rate.",
 }
 
 

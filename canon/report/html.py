@@ -127,6 +127,26 @@ def _comparison(comparison: Comparison) -> str:
         heads = ("artifact", "question", "subject", "baseline (conf.)", "now (conf.)", "status")
         parts.append("<h3>Per-question flips (Layer 1)</h3>" + _table("flips", heads, rows))
     parts.append(_drift(c.drift))
+    then, now = c.canon_rate
+    rate_rows = [("canon artifacts", str(then), str(now))] + [
+        (f"{qid} satisfied", str(before), str(current))
+        for qid, (before, current) in c.question_rates.items()
+    ]
+    parts.append(
+        "<h3>Rates (95% Wilson intervals)</h3>"
+        + _table("rates", ("share", "baseline", "now"), rate_rows)
+    )
+    if c.known:
+        parts.append(
+            "<h3>Known failures (non-canon in the baseline too)</h3>"
+            + _list("known", [f"{n.key}: {'; '.join(n.reasons)}" for n in c.known])
+        )
+    if c.noise is not None and c.noise.reasks:
+        parts.append(
+            f'<p id="noise">Judge noise on re-asks: {_e(str(c.noise.rate))} disagreed with '
+            f"their question's majority answer (assumed at most "
+            f"{c.noise.assumed_flip_rate:.0%}).</p>"
+        )
     if c.notes:
         parts.append("<h3>Notes</h3>" + _list("notes", c.notes))
     parts.append("</section>")
@@ -145,6 +165,12 @@ def _drift(drift: Drift) -> str:
         ("tolerance", number(drift.tolerance)),
         ("test", f"{test.method}: {test.detail}"),
         ("one-sided p", "-" if test.p_value is None else f"{test.p_value:.3g}"),
+        (
+            "95% interval for the drop",
+            "-" if test.interval is None else f"[{test.interval[0]:.3f}, {test.interval[1]:.3f}]",
+        ),
+        ("drop caught with 80% power", number(test.minimum_detectable)),
+        ("underpowered", "yes" if drift.underpowered else "no"),
         ("smallest flaggable drop", number(drift.smallest_flaggable)),
         ("verdict", "REGRESSION" if drift.regressed else "no regression"),
     ]

@@ -73,9 +73,31 @@ def _properties(testsuite: ET.Element, plan: ScoringPlan, comparison: Comparison
     if comparison is not None:
         values["tolerance"] = f"{comparison.drift.tolerance:g}"
         values["status"] = comparison.status
+        values.update(rate_properties(comparison))
     properties = ET.SubElement(testsuite, "properties")
     for name, value in values.items():
         ET.SubElement(properties, "property", name=name, value=xml_safe(value))
+
+
+def rate_properties(comparison: Comparison) -> dict[str, str]:
+    """Shares with their 95 % Wilson intervals, baseline and now, as property values."""
+    values: dict[str, str] = {}
+    then, now = comparison.canon_rate
+    values["canon_rate.baseline"] = str(then)
+    values["canon_rate.now"] = str(now)
+    for qid, (before, current) in comparison.question_rates.items():
+        values[f"satisfied.{qid}.baseline"] = str(before)
+        values[f"satisfied.{qid}.now"] = str(current)
+    drift = comparison.drift
+    if drift.test.interval is not None:
+        low, high = drift.test.interval
+        values["drift.drop_interval_95"] = f"[{low:.4f}, {high:.4f}]"
+    if drift.test.minimum_detectable is not None:
+        values["drift.minimum_detectable_drop_80"] = f"{drift.test.minimum_detectable:.4f}"
+        values["drift.underpowered"] = str(drift.underpowered).lower()
+    if comparison.noise is not None and comparison.noise.reasks:
+        values["judge_noise.reasks"] = str(comparison.noise.rate)
+    return values
 
 
 def _flips_by_key(comparison: Comparison | None) -> dict[str, tuple[Flip, ...]]:

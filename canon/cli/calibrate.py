@@ -1,0 +1,102 @@
+"""``canon calibrate``: measure the judge's own noise on the suite and recommend settings."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from canon.calibrate import Calibration, FlipTally
+from canon.calibrate import calibrate as measure
+from canon.cli.common import config_option, reports_errors
+from canon.cli.run import build_plan, format_option, load_run, suite_option
+from canon.judge.sync import run_sync
+from canon.store import dump_json
+
+
+@click.command()
+@config_option
+@suite_option
+@format_option
+@click.option("--cells", default=40, show_default=True, help="How many cells to sample.")
+@click.option("--repeats", default=5, show_default=True, help="Answers asked per cell.")
+@click.option("--seed", default=0, show_default=True, help="Seed of the cell sample.")
+@reports_errors
+def calibrate(
+    config_path: Path | None,
+    suite_path: Path | None,
+    output_format: str,
+    cells: int,
+    repeats: int,
+    seed: int,
+) -> None:
+    """Re-ask a sample of cells and report the judge's flip rate with Wilson intervals.
+
+    Each answer is a fresh re-ask variant, as in `canon check`'s confirmations, and no
+    answer comes from the cache. The recommended flip_rate is the upper bound of the
+    noisiest question kind; put it in canon.yaml.
+    """
+    config, _suite, artifacts = load_run(config_path, suite_path)
+    plan = build_plan(config, use_cache=False)
+    found = run_sync(
+        measure(
+            plan,
+            artifacts,
+            cells=cells,
+            repeats=repeats,
+            seed=seed,
+            concurrency=config.concurrency,
+        )
+    )
+    if output_format == "json":
+        sys.stdout.write(dump_json(calibration_document(found, config.rule.flip_rate)))
+    else:
+        click.echo(render_calibration(found, config.rule.flip_rate), nl=False)
+
+
+def _tally(tally: FlipTally) -> str:
+    low, high = tally.interval
+    return f"{tally.flips}/{tally.answers} = {tally.rate or 0.0:.1%} [{low:.1%}, {high:.1%}]"
+
+
+def render_calibration(found: Calibration, assumed: float) -> str:
+    """The calibration as text: per kind, per question, and the advice."""
+    lines = [
+        f"canon calibrate: {found.cells} cell(s) x {found.repeats} answer(s); flip rate = "
+        "answers differing from their cell's majority (95% Wilson intervals)",
+    ]
+    lines.extend(f"  {kind:10} {_tally(t)}" for kind, t in found.by_kind.items())
+    lines.append("per question:")
+    lines.extend(f"  {qid:12} {_tally(t)}" for qid, t in found.by_question.items())
+    if found.failed:
+        lines.append(f"note: the judge failed {found.failed} answer(s); they are left out")
+    lines.append(
+        f"recommended flip_rate: {found.recommended_flip_rate:.2f} (now {assumed:.2f}); "
+        + found.advice
+    )
+    return "\n".join(lines) + "\n"
+
+
+def calibration_document(found: Calibration, assumed: float) -> dict[str, Any]:
+    """The calibration as plain data, for ``--format json``."""
+
+    def tally(t: FlipTally) -> dict[str, Any]:
+        return {
+            "flips": t.flips,
+            "answers": t.answers,
+            "rate": t.rate,
+            "wilson_95": list(t.interval),
+        }
+
+    return {
+        "cells": found.cells,
+        "repeats": found.repeats,
+        "failed_answers": found.failed,
+        "by_kind": {k: tally(t) for k, t in found.by_kind.items()},
+        "by_question": {k: tally(t) for k, t in found.by_question.items()},
+        "assumed_flip_rate": assumed,
+        "recommended_flip_rate": found.recommended_flip_rate,
+        "advice": found.advice,
+    }
