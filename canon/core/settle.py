@@ -95,7 +95,7 @@ def settle(
             reasons.append(
                 f"NSCP gate: the judge found a contradiction ({question.id}: {question.text})"
             )
-    elif verdict.gated:
+    elif verdict.gated or any(q in evidence for q in gate_ids):
         notes.append(_unconfirmed_gate(evidence, gate_ids))
     reasons.extend(r for r in verdict.reasons if "unscored" in r)
     bound = upper_bound(pooled, evidence)
