@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from canon.cli.common import docs_epilog
+
 # name -> "module:attribute"; loaded only when the subcommand runs, so `canon --help`
 # stays fast and never pulls in litellm or scipy.
 _COMMANDS: dict[str, str] = {
@@ -16,6 +18,7 @@ _COMMANDS: dict[str, str] = {
     "policy": "canon.cli.policy:policy",
     "contract": "canon.cli.contract:contract",
     "set-judge": "canon.cli.set_judge:set_judge",
+    "init": "canon.cli.init:init",
 }
 
 _SUMMARIES: dict[str, str] = {
@@ -25,7 +28,11 @@ _SUMMARIES: dict[str, str] = {
     "policy": "Check structured JSON output against a policy (deterministic gate).",
     "contract": "Check OpenTelemetry traces against behavioral contracts.",
     "set-judge": "Set judge_model in the project's canon.yaml (provider:model).",
+    "init": "Scaffold a working offline Canon project in the current directory.",
 }
+
+# `-h` is shorter to type than `--help`; subcommands inherit it from the group's context.
+HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 
 
 class _LazyGroup(click.Group):
@@ -49,7 +56,11 @@ class _LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
-@click.group(cls=_LazyGroup)
+@click.group(
+    cls=_LazyGroup,
+    context_settings=HELP_OPTIONS,
+    epilog=docs_epilog("cli", "configuration", "baselines", "ci"),
+)
 @click.version_option(package_name="canon-testing", prog_name="canon")
 def main(**_: Any) -> None:
     """Canon: coherence regression tests for AI agents."""

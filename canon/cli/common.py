@@ -36,3 +36,9 @@ config_option = click.option(
     default=None,
     help="Use this canon.yaml (or pyproject.toml) instead of searching upward from here.",
 )
+
+
+def docs_epilog(*pages: str) -> str:
+    """A --help epilog naming the reference pages in the repository's docs/ folder."""
+    listed = ", ".join(f"docs/{page}.md" for page in pages)
+    return f"Reference: {listed} (README.md links every page)."

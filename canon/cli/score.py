@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from canon.cli.common import config_option, reports_errors
+from canon.cli.common import config_option, docs_epilog, reports_errors
 from canon.cli.run import (
     build_plan,
     check_report_paths,
@@ -28,7 +28,7 @@ from canon.report.text import render_results
 from canon.store import dump_json
 
 
-@click.command()
+@click.command(epilog=docs_epilog("cli", "configuration"))
 @config_option
 @suite_option
 @format_option
