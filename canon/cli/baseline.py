@@ -22,6 +22,7 @@ from canon.cli.run import (
     quiet_option,
     report_options,
     score_with_progress,
+    selection_options,
     suite_option,
     write_reports,
 )
@@ -85,7 +86,15 @@ def accept(
     results = score_with_progress(config, plan, artifacts, quiet)
     elapsed = time.monotonic() - started
     # Written before the judge check below: a CI run needs the report most when it fails.
-    write_reports(junit_path, html_path, results=results, plan=plan, suite=suite, elapsed=elapsed)
+    write_reports(
+        junit_path,
+        html_path,
+        results=results,
+        plan=plan,
+        suite=suite,
+        elapsed=elapsed,
+        artifacts=artifacts,
+    )
     unanswered = [(r.key, c) for r in results for c in r.unscored]
     if unanswered:
         key, cell = unanswered[0]
@@ -122,6 +131,7 @@ def accept(
 @click.command(epilog=docs_epilog("baselines", "cli", "ci"))
 @config_option
 @suite_option
+@selection_options
 @format_option
 @quiet_option
 @no_cache_option
@@ -130,6 +140,8 @@ def accept(
 def check(
     config_path: Path | None,
     suite_path: Path | None,
+    select: tuple[str, ...],
+    limit: int | None,
     output_format: str,
     quiet: bool,
     no_cache: bool,
@@ -142,7 +154,7 @@ def check(
     baseline, 3 the judge was unavailable.
     """
     check_report_paths(junit_path, html_path)
-    config, suite, artifacts = load_run(config_path, suite_path)
+    config, suite, artifacts = load_run(config_path, suite_path, select, limit)
     plan = build_plan(config, use_cache=not no_cache)
     path = baseline_path(config, suite)
     baseline = read_baseline(path, suite_name=suite.stem)
@@ -170,6 +182,7 @@ def check(
         suite=suite,
         comparison=comparison,
         elapsed=elapsed,
+        artifacts=artifacts,
     )
     sys.exit(exit_code_for(comparison))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -22,7 +23,7 @@ from canon.report.html import html_report
 from canon.report.junit import junit_xml
 from canon.runner import ArtifactGate, ScoringPlan, score_artifacts
 from canon.store import constitution_from_file, load_rubric, write_text_atomic
-from canon.suite import read_suite
+from canon.suite import read_suite, select_artifacts
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -65,6 +66,27 @@ _html_option = click.option(
 )
 
 
+_select_option = click.option(
+    "--select",
+    "select",
+    multiple=True,
+    metavar="KEY|GLOB",
+    help="Run only the artifacts whose key (id) matches; repeat for more, globs allowed.",
+)
+_limit_option = click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Run at most the first N artifacts (after --select).",
+)
+
+
+def selection_options(command: F) -> F:
+    """Add --select KEY|GLOB (repeatable) and --limit N to a command that scores a suite."""
+    return _select_option(_limit_option(command))
+
+
 def report_options(command: F) -> F:
     """Add --junit-xml PATH and --html PATH to a command that scores a suite."""
     return _junit_option(_html_option(command))
@@ -96,9 +118,15 @@ def write_reports(
     suite: Path,
     comparison: Comparison | None = None,
     elapsed: float | None = None,
+    artifacts: Sequence[Artifact] = (),
 ) -> None:
-    """Write the requested JUnit XML and HTML reports, each atomically."""
-    renderers = ((junit_path, junit_xml), (html_path, html_report))
+    """Write the requested JUnit XML and HTML reports, each atomically; the HTML page
+    shows each artifact's text when ``artifacts`` are given."""
+    texts = {a.key: a.text for a in artifacts}
+    renderers = (
+        (junit_path, functools.partial(junit_xml)),
+        (html_path, functools.partial(html_report, texts=texts)),
+    )
     for path, render in renderers:
         if path is None:
             continue
@@ -113,15 +141,20 @@ def write_reports(
 
 
 def load_run(
-    config_path: Path | None, suite_path: Path | None
+    config_path: Path | None,
+    suite_path: Path | None,
+    select: Sequence[str] = (),
+    limit: int | None = None,
 ) -> tuple[Config, Path, tuple[Artifact, ...]]:
-    """The config (with its .env files loaded), the suite's path and its artifacts."""
+    """The config (with its .env files loaded), the suite's path and the artifacts to run:
+    all of them, or those ``select`` names (keys or globs), at most ``limit``."""
     config = load_config(config_path)
     load_env_files(config.source.parent if config.source else config.base_dir)
     suite = suite_path or config.suite
     if suite is None:
         raise ConfigError("no suite to score: pass --suite FILE or set 'suite' in canon.yaml")
-    return config, suite, read_suite(suite)
+    artifacts = select_artifacts(read_suite(suite), select, limit, source=suite)
+    return config, suite, artifacts
 
 
 def build_plan(config: Config, *, use_cache: bool = True) -> ScoringPlan:

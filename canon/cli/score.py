@@ -19,6 +19,7 @@ from canon.cli.run import (
     quiet_option,
     report_options,
     score_with_progress,
+    selection_options,
     suite_option,
     write_reports,
 )
@@ -31,6 +32,7 @@ from canon.store import dump_json
 @click.command(epilog=docs_epilog("cli", "configuration"))
 @config_option
 @suite_option
+@selection_options
 @format_option
 @quiet_option
 @no_cache_option
@@ -39,6 +41,8 @@ from canon.store import dump_json
 def score(
     config_path: Path | None,
     suite_path: Path | None,
+    select: tuple[str, ...],
+    limit: int | None,
     output_format: str,
     quiet: bool,
     no_cache: bool,
@@ -51,7 +55,7 @@ def score(
     3 the judge was unavailable.
     """
     check_report_paths(junit_path, html_path)
-    config, suite, artifacts = load_run(config_path, suite_path)
+    config, suite, artifacts = load_run(config_path, suite_path, select, limit)
     plan = build_plan(config, use_cache=not no_cache)
     started = time.monotonic()
     results = score_with_progress(config, plan, artifacts, quiet)
@@ -60,7 +64,15 @@ def score(
         sys.stdout.write(dump_json(results_document(results, plan)))
     else:
         click.echo(render_results(results), nl=False)
-    write_reports(junit_path, html_path, results=results, plan=plan, suite=suite, elapsed=elapsed)
+    write_reports(
+        junit_path,
+        html_path,
+        results=results,
+        plan=plan,
+        suite=suite,
+        elapsed=elapsed,
+        artifacts=artifacts,
+    )
     code = exit_code(results)
     if code == 3:
         unscored = [c for r in results for c in r.unscored]

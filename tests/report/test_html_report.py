@@ -3,6 +3,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from canon.core.scoring import falls_short
 from canon.report.html import html_report, verdict_of
 
 SCREENSHOT = Path("/tmp/canon-html-report-screenshot.png")
@@ -32,7 +33,9 @@ def test_each_artifact_gets_a_section_with_its_verdict_and_question_table(mixed,
     )
     assert verdicts == ["canon", "non-canon", "non-canon", "incomplete", "non-canon"]
     assert verdicts == [verdict_of(r) for r in mixed]
-    assert page.count('<tr class="questions-row">') == sum(len(r.cells) for r in mixed)
+    assert page.count('<tr class="questions-row') == sum(len(r.cells) for r in mixed)
+    short = sum(falls_short(c) for r in mixed for c in r.cells)
+    assert 0 < page.count('<tr class="questions-row short">') == short
     assert '<td id="summary-judge">mock:test</td>' in page
     assert f'<td id="summary-constitution-digest">{plan.constitution.digest}</td>' in page
 
@@ -40,15 +43,18 @@ def test_each_artifact_gets_a_section_with_its_verdict_and_question_table(mixed,
 def test_a_check_page_shows_flips_drift_and_notes(regressed):
     plan, results, comparison = regressed
     page = html_report(results, plan, suite="demo", comparison=comparison)
-    assert '<p class="banner" id="banner">REGRESSION</p>' in page
-    assert page.count('<tr class="flips-row">') == len(comparison.flips) == 2
+    assert '<p class="banner bad" id="banner">REGRESSION</p>' in page
+    assert page.count('<tr class="flips-row') == len(comparison.flips) == 2
+    assert page.count('<tr class="flips-row regression">') == 1
     assert "confirmed - regression" in page and "unavailable" in page
     assert '<table id="drift">' in page and "<th>baseline mean</th>" in page
     assert "not in this run: gone" in page
-    # only the artifact whose flip was confirmed is marked regressed in its heading line
-    assert page.count('<span class="regressed">REGRESSED</span>') == 1
-    fine = page[page.index('<h2 class="key mono">fine</h2>') :]
-    assert fine.split("</p>")[0].count("REGRESSED") == 1
+    # only the artifact whose flip was confirmed is a red REGRESSED card, its scoring
+    # verdict kept beside it as a plain fact
+    assert page.count('class="artifact canon regressed"') == 1
+    fine = page[page.index('<h2 class="key mono">fine</h2>') :].split("</p>")[0]
+    assert '<span class="verdict">REGRESSED</span> <span class="scored">(scored canon)' in fine
+    assert ">CANON<" not in fine
 
 
 def _open(page, tmp_path: Path, text: str) -> str:
