@@ -16,6 +16,7 @@ from canon.cli.common import config_option, docs_epilog, reports_errors
 from canon.cli.run import (
     build_plan,
     check_report_paths,
+    emit_github,
     format_option,
     load_run,
     no_cache_option,
@@ -174,6 +175,8 @@ def check(
     else:
         report = render_check(comparison, baseline, suite=suite.stem, path=shown(path))
         click.echo(report, nl=False)
+    if output_format == "github":
+        emit_github(results, suite, comparison)
     write_reports(
         junit_path,
         html_path,

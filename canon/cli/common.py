@@ -42,3 +42,11 @@ def docs_epilog(*pages: str) -> str:
     """A --help epilog naming the reference pages in the repository's docs/ folder."""
     listed = ", ".join(f"docs/{page}.md" for page in pages)
     return f"Reference: {listed} (README.md links every page)."
+
+
+def shown_path(path: Path) -> str:
+    """A path as the user would type it: relative to here when it is below here."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

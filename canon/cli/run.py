@@ -47,10 +47,11 @@ no_cache_option = click.option(
 format_option = click.option(
     "--format",
     "output_format",
-    type=click.Choice(["text", "json"]),
+    type=click.Choice(["text", "json", "github"]),
     default="text",
     show_default=True,
-    help="Text for people, JSON for machines.",
+    help="Text for people, JSON for machines; github adds GitHub Actions annotations to the "
+    "text (and a table to $GITHUB_STEP_SUMMARY when it is set).",
 )
 _junit_option = click.option(
     "--junit-xml",
@@ -212,3 +213,27 @@ def score_with_progress(
             err=True,
         )
     return results
+
+
+def emit_github(
+    results: Sequence[ArtifactResult], suite: Path, comparison: Comparison | None = None
+) -> None:
+    """Print GitHub Actions annotations; append a summary table to $GITHUB_STEP_SUMMARY
+    (a file that cannot be appended to is a warning on stderr)."""
+    from canon.cli.common import shown_path
+    from canon.report.github import github_annotations, github_summary
+
+    click.echo(github_annotations(results, comparison, suite_file=shown_path(suite)), nl=False)
+    summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_file:
+        try:
+            with open(summary_file, "a", encoding="utf-8") as stream:
+                stream.write(github_summary(results, comparison, suite=suite.stem))
+        except OSError as exc:
+            # A warning, not an error: exit codes must keep saying what the check found
+            # (a 3 turned into a 2 would stop CI from retrying an unavailable judge).
+            click.echo(
+                f"canon: warning: cannot append to $GITHUB_STEP_SUMMARY ({summary_file}): "
+                f"{exc.strerror or exc}; the annotations above are complete",
+                err=True,
+            )

@@ -13,6 +13,7 @@ from canon.cli.common import config_option, docs_epilog, reports_errors
 from canon.cli.run import (
     build_plan,
     check_report_paths,
+    emit_github,
     format_option,
     load_run,
     no_cache_option,
@@ -64,6 +65,8 @@ def score(
         sys.stdout.write(dump_json(results_document(results, plan)))
     else:
         click.echo(render_results(results), nl=False)
+    if output_format == "github":
+        emit_github(results, suite)
     write_reports(
         junit_path,
         html_path,
