@@ -7,7 +7,7 @@ from typing import Any
 
 import click
 
-from canon.cli.common import docs_epilog
+from canon.cli.common import HELP_OPTIONS, docs_epilog
 
 # name -> "module:attribute"; loaded only when the subcommand runs, so `canon --help`
 # stays fast and never pulls in litellm or scipy.
@@ -30,9 +30,6 @@ _SUMMARIES: dict[str, str] = {
     "set-judge": "Set judge_model in the project's canon.yaml (provider:model).",
     "init": "Scaffold a working offline Canon project in the current directory.",
 }
-
-# `-h` is shorter to type than `--help`; subcommands inherit it from the group's context.
-HELP_OPTIONS = {"help_option_names": ["-h", "--help"]}
 
 
 class _LazyGroup(click.Group):

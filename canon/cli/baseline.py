@@ -12,7 +12,7 @@ from typing import Any
 
 import click
 
-from canon.cli.common import config_option, docs_epilog, reports_errors
+from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
 from canon.cli.run import (
     build_plan,
     check_report_paths,
@@ -60,7 +60,7 @@ from canon.runner import DEFAULT_CONCURRENCY, ScoringPlan
 from canon.store import dump_json, read_json, write_json_atomic
 
 
-@click.command(epilog=docs_epilog("baselines", "cli"))
+@click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("baselines", "cli"))
 @config_option
 @suite_option
 @quiet_option
@@ -129,7 +129,7 @@ def accept(
         )
 
 
-@click.command(epilog=docs_epilog("baselines", "cli", "ci"))
+@click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("baselines", "cli", "ci"))
 @config_option
 @suite_option
 @selection_options

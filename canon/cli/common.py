@@ -14,6 +14,11 @@ from canon.errors import CanonError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# `-h` as well as `--help`. Set on every command, not only inherited from the group: click
+# caches a command's help option the first time it is built, also when the command is
+# invoked on its own (as tests do), without the group's context.
+HELP_OPTIONS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
+
 
 def reports_errors(command: F) -> F:
     """Turn a CanonError into one line on stderr and its exit code, never a traceback."""

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from canon.cli.common import docs_epilog, reports_errors
+from canon.cli.common import HELP_OPTIONS, docs_epilog, reports_errors
 from canon.config import CONFIG_NAMES, discover_config_file
 from canon.errors import UsageError
 from canon.store import read_text, write_new_file
@@ -104,7 +104,7 @@ class InitError(UsageError):
     """``canon init`` would overwrite a file or shadow an existing config."""
 
 
-@click.command(epilog=docs_epilog("configuration", "judge", "ci"))
+@click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("configuration", "judge", "ci"))
 @reports_errors
 def init() -> None:
     """Scaffold a working Canon project in the current directory.

@@ -10,6 +10,7 @@ from typing import Any, TypeVar
 
 import click
 
+from canon.cli.common import shown_path
 from canon.config import Config, load_config, load_env_files
 from canon.core.artifact import Artifact
 from canon.core.compare import Comparison
@@ -220,7 +221,6 @@ def emit_github(
 ) -> None:
     """Print GitHub Actions annotations; append a summary table to $GITHUB_STEP_SUMMARY
     (a file that cannot be appended to is a warning on stderr)."""
-    from canon.cli.common import shown_path
     from canon.report.github import github_annotations, github_summary
 
     click.echo(github_annotations(results, comparison, suite_file=shown_path(suite)), nl=False)

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from canon.cli.common import config_option, docs_epilog, reports_errors
+from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
 from canon.cli.run import (
     build_plan,
     check_report_paths,
@@ -30,7 +30,7 @@ from canon.report.text import render_results
 from canon.store import dump_json
 
 
-@click.command(epilog=docs_epilog("cli", "configuration"))
+@click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("cli", "configuration"))
 @config_option
 @suite_option
 @selection_options
