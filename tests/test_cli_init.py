@@ -104,3 +104,30 @@ def test_init_leaves_a_gitignore_that_already_ignores_the_cache(tmp_path):
     assert result.exit_code == 0
     assert (tmp_path / ".gitignore").read_text() == ".canon\n"
     assert "created .gitignore" not in result.stdout
+
+
+def test_init_refuses_when_a_file_stands_where_a_directory_must_go(tmp_path):
+    (tmp_path / "tests").write_text("not a directory\n")
+    result = _init(tmp_path)
+    assert result.exit_code == 2
+    assert "tests is a file where canon init needs a directory" in result.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["tests"]
+
+
+def test_a_write_that_fails_midway_is_one_error_naming_what_was_written(tmp_path, monkeypatch):
+    import canon.cli.init as init_module
+
+    real = init_module.write_new_file
+
+    def fail_on_the_suite(directory, names, data):
+        if list(names) == ["suite.yaml"]:
+            raise OSError(28, "No space left on device")
+        return real(directory, names, data)
+
+    monkeypatch.setattr(init_module, "write_new_file", fail_on_the_suite)
+    result = _init(tmp_path)
+    assert result.exit_code == 2
+    assert result.stderr.strip().endswith(
+        "cannot write the starter files: No space left on device "
+        "(already written: canon.yaml, constitution.yaml)"
+    )

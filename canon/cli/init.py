@@ -136,14 +136,27 @@ def scaffold(directory: Path) -> list[str]:
             f"{existing}: this project is already configured by [tool.canon]; a new "
             "canon.yaml would take over from it, so nothing was written"
         )
+    parents = {(directory / name).parent for name in FILES} - {directory}
+    blocked = sorted(p.name for p in parents if p.exists() and not p.is_dir())
+    if blocked:
+        raise InitError(
+            f"{directory}: {', '.join(blocked)} is a file where canon init needs a directory; "
+            "nothing was written"
+        )
     written: list[str] = []
-    for name, text in FILES.items():
-        target = directory / name
-        # hard-linked into place: it fails rather than replace a file made meanwhile
-        write_new_file(target.parent, [target.name], text.encode("utf-8"))
-        written.append(name)
-    if _ignore(directory / ".gitignore"):
-        written.append(".gitignore")
+    try:
+        for name, text in FILES.items():
+            target = directory / name
+            # hard-linked into place: it fails rather than replace a file made meanwhile
+            write_new_file(target.parent, [target.name], text.encode("utf-8"))
+            written.append(name)
+        if _ignore(directory / ".gitignore"):
+            written.append(".gitignore")
+    except OSError as exc:
+        done = f" (already written: {', '.join(written)})" if written else " (nothing was written)"
+        raise InitError(
+            f"{directory}: cannot write the starter files: {exc.strerror or exc}{done}"
+        ) from None
     return written
 
 
