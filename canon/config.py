@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import difflib
 import os
 import tomllib
-from collections.abc import Mapping, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -142,7 +143,8 @@ def config_from_mapping(data: Mapping[str, Any], *, source: Path, base_dir: Path
     unknown = sorted(str(k) for k in data if k not in _KNOWN_KEYS)
     if unknown:
         raise ConfigError(
-            f"{source}: unknown setting(s) {', '.join(map(repr, unknown))}; "
+            f"{source}: unknown setting(s) {', '.join(map(repr, unknown))}"
+            f"{did_you_mean(unknown, _KNOWN_KEYS)}; "
             f"known settings are {', '.join(sorted(_KNOWN_KEYS))}"
         )
     values: dict[str, Any] = {}
@@ -177,6 +179,21 @@ def config_from_mapping(data: Mapping[str, Any], *, source: Path, base_dir: Path
     return Config(source=source, base_dir=base_dir, **values)
 
 
+def did_you_mean(unknown: Sequence[str], known: Iterable[str]) -> str:
+    """`` (did you mean 'x'?)`` for the unknown names that look like a misspelt known one."""
+    choices = sorted(known)
+    guesses = [
+        f"{name!r} -> {match[0]!r}"
+        for name in unknown
+        if (match := difflib.get_close_matches(name, choices, n=1, cutoff=0.7))
+    ]
+    if not guesses:
+        return ""
+    if len(unknown) == 1:
+        return f" (did you mean {guesses[0].split(' -> ')[1]}?)"
+    return f" (did you mean: {', '.join(guesses)}?)"
+
+
 def _judge_options(raw: object, source: Path) -> dict[str, Any]:
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{source}: 'judge_options' must be a mapping, got {raw!r}")
@@ -185,7 +202,8 @@ def _judge_options(raw: object, source: Path) -> dict[str, Any]:
         kind = JUDGE_OPTIONS.get(str(key))
         if kind is None:
             raise ConfigError(
-                f"{source}: unknown judge option {key!r}; known options are "
+                f"{source}: unknown judge option {key!r}"
+                f"{did_you_mean([str(key)], JUDGE_OPTIONS)}; known options are "
                 f"{', '.join(sorted(JUDGE_OPTIONS))}"
             )
         fits = (

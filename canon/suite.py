@@ -1,27 +1,37 @@
-"""Suites: the YAML file listing the artifacts a run scores."""
+"""Suites: the YAML, JSON Lines or CSV file listing the artifacts a run scores."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import csv
+import fnmatch
+import io
+import json
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from canon.core.artifact import Artifact
 from canon.errors import InputError
-from canon.store import read_json, read_yaml
+from canon.store import read_json, read_text, read_yaml
 
 _ENTRY_KEYS = frozenset({"id", "text", "response", "trace"})
+JSONL_SUFFIXES = (".jsonl", ".ndjson")
+CSV_SUFFIXES = (".csv",)
 
 
 def read_suite(path: Path) -> tuple[Artifact, ...]:
-    """Read a suite file: ``artifacts:`` entries with ``text`` and optional
-    ``id``, ``response`` (inline JSON value or a .json path) and ``trace`` (a .json path)."""
-    data = read_yaml(path, "suite")
-    if not isinstance(data, Mapping) or set(data) != {"artifacts"}:
-        raise InputError(f"{path}: a suite is a mapping with one key, 'artifacts' (a list)")
-    entries = data["artifacts"]
-    if not isinstance(entries, list) or not entries:
-        raise InputError(f"{path}: 'artifacts' must be a non-empty list")
+    """Read a suite file: entries with ``text`` and optional ``id``, ``response`` (inline
+    JSON value or a .json path) and ``trace`` (a .json path).
+
+    YAML holds them under ``artifacts:``; a ``.jsonl`` file has one per line; a ``.csv``
+    file has a header row naming the columns."""
+    suffix = path.suffix.lower()
+    if suffix in JSONL_SUFFIXES:
+        entries = _jsonl_entries(path)
+    elif suffix in CSV_SUFFIXES:
+        entries = _csv_entries(path)
+    else:
+        entries = _yaml_entries(path)
     artifacts = tuple(_entry(item, index, path) for index, item in enumerate(entries, 1))
     seen: dict[str, int] = {}
     for index, artifact in enumerate(artifacts, 1):
@@ -66,3 +76,113 @@ def _json_value(value: Any, base: Path, what: str) -> Any:
     if isinstance(value, str) and value.endswith(".json"):
         return read_json(base / value, what)
     return value
+
+
+def _yaml_entries(path: Path) -> list[Any]:
+    data = read_yaml(path, "suite")
+    if not isinstance(data, Mapping) or set(data) != {"artifacts"}:
+        raise InputError(f"{path}: a suite is a mapping with one key, 'artifacts' (a list)")
+    entries = data["artifacts"]
+    if not isinstance(entries, list) or not entries:
+        raise InputError(f"{path}: 'artifacts' must be a non-empty list")
+    return entries
+
+
+def _jsonl_entries(path: Path) -> list[Any]:
+    """One JSON object (or string) per line; blank lines are allowed and ignored."""
+    entries: list[Any] = []
+    for number, line in enumerate(read_text(path, "suite").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            entries.append(json.loads(line, object_pairs_hook=_unique, parse_constant=_refuse))
+        except ValueError as exc:
+            raise InputError(f"{path}: line {number} is not valid JSON: {exc}") from None
+    if not entries:
+        raise InputError(f"{path}: the suite has no artifacts (expected one JSON object a line)")
+    return entries
+
+
+def _csv_entries(path: Path) -> list[Any]:
+    """A header row naming columns (``text`` required), then one artifact per row."""
+    text = read_text(path, "suite").removeprefix("\ufeff")  # spreadsheets often add a BOM
+    reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
+    try:
+        header = reader.fieldnames
+        rows = list(reader)
+    except csv.Error as exc:
+        raise InputError(f"{path}: not valid CSV: {exc} (line {reader.line_num})") from None
+    if not header:
+        raise InputError(f"{path}: a CSV suite needs a header row naming its columns")
+    unknown = [name for name in header if name not in _ENTRY_KEYS]
+    if unknown or len(set(header)) != len(header) or "text" not in header:
+        raise InputError(
+            f"{path}: the CSV header must name each of {', '.join(sorted(_ENTRY_KEYS))} at "
+            f"most once and include 'text', got {', '.join(map(repr, header))}"
+        )
+    entries: list[Any] = []
+    for number, row in enumerate(rows, 2):
+        if None in row:  # csv puts surplus cells under the key None
+            raise InputError(f"{path}: line {number} has more cells than the header has columns")
+        # An empty cell is an absent value, so one file can mix rows with and without traces.
+        entry = {key: value for key, value in row.items() if value not in (None, "")}
+        if "response" in entry and not entry["response"].endswith(".json"):
+            entry["response"] = _csv_json(entry["response"], path, number)
+        entries.append(entry)
+    if not entries:
+        raise InputError(f"{path}: the suite has no artifacts (a header row and no data rows)")
+    return entries
+
+
+def _csv_json(cell: str, path: Path, line: int) -> Any:
+    try:
+        return json.loads(cell, object_pairs_hook=_unique, parse_constant=_refuse)
+    except ValueError as exc:
+        raise InputError(
+            f"{path}: line {line}: 'response' must be a .json path or inline JSON: {exc}"
+        ) from None
+
+
+def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    mapping: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in mapping:
+            raise ValueError(f"duplicate key {key!r}")
+        mapping[key] = value
+    return mapping
+
+
+def _refuse(name: str) -> Any:
+    raise ValueError(f"{name} is not valid JSON")
+
+
+def select_artifacts(
+    artifacts: Sequence[Artifact],
+    patterns: Sequence[str] = (),
+    limit: int | None = None,
+    *,
+    source: Path | str = "the suite",
+) -> tuple[Artifact, ...]:
+    """The artifacts whose key matches any pattern (an exact key or a glob), in suite
+    order, then at most ``limit`` of them; a pattern that matches nothing is an error."""
+    chosen = tuple(artifacts)
+    if patterns:
+        keys = [a.key for a in chosen]
+        unmatched = [p for p in patterns if not any(_matches(k, p) for k in keys)]
+        if unmatched:
+            shown = ", ".join(keys[:5]) + (", ..." if len(keys) > 5 else "")
+            raise InputError(
+                f"{source}: --select {', '.join(map(repr, unmatched))} matches no artifact; "
+                f"its keys are {shown}"
+            )
+        chosen = tuple(a for a in chosen if any(_matches(a.key, p) for p in patterns))
+    if limit is not None:
+        if limit < 1:
+            raise InputError(f"--limit must be a whole number >= 1, got {limit}")
+        chosen = chosen[:limit]
+    return chosen
+
+
+def _matches(key: str, pattern: str) -> bool:
+    # the exact key first: a key may hold glob characters such as [ or *
+    return key == pattern or fnmatch.fnmatchcase(key, pattern)

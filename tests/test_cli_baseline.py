@@ -310,7 +310,7 @@ def test_accept_and_a_conforming_check_write_both_reports(project):
     assert list(cases) == ["duplicate-charge", "large-refund", "roaming-question", "mean-drift"]
     properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
     assert properties["status"] == "conforms" and properties["judge"] == "mock:judge-script.yaml"
-    assert '<p class="banner" id="banner">CONFORMS</p>' in (project / "c.html").read_text()
+    assert '<p class="banner good" id="banner">CONFORMS</p>' in (project / "c.html").read_text()
 
 
 def test_a_regression_in_check_is_in_both_reports(project):
@@ -327,7 +327,7 @@ def test_a_regression_in_check_is_in_both_reports(project):
     drift = cases["mean-drift"].find("failure")
     assert drift is not None and "drop 0.111, tolerance 0.020" in (drift.text or "")
     page = (project / "c.html").read_text()
-    assert page.count('<tr class="flips-row">') == 3 and "REGRESSION" in page
+    assert page.count('<tr class="flips-row regression">') == 3 and "REGRESSION" in page
 
 
 def test_an_unavailable_judge_still_gets_reports_from_check_and_accept(project, monkeypatch):
@@ -341,7 +341,7 @@ def test_an_unavailable_judge_still_gets_reports_from_check_and_accept(project, 
     assert counts == {"tests": "4", "failures": "0", "errors": "3", "skipped": "0"}
     error = cases["large-refund"].find("error")
     assert error is not None and error.text == "mission: rate limited after 3 retries"
-    assert '<p class="banner" id="banner">INCOMPLETE</p>' in (project / "c.html").read_text()
+    assert '<p class="banner unsure" id="banner">INCOMPLETE</p>' in (project / "c.html").read_text()
     accepted = _canon(project, "accept", "--junit-xml", "a.xml", "--html", "a.html")
     assert accepted.exit_code == 3
     assert (project / BASELINE).read_bytes() == before
@@ -379,9 +379,9 @@ def test_the_written_check_report_shows_the_regression_in_chromium(project, page
     )
     assert seen["banner"] == "REGRESSION"
     assert seen["verdicts"] == [
-        ["duplicate-charge", "CANON", 10],
-        ["large-refund", "CANON", 10],
-        ["roaming-question", "CANON", 10],
+        ["duplicate-charge", "REGRESSED", 10],
+        ["large-refund", "REGRESSED", 10],
+        ["roaming-question", "REGRESSED", 10],
     ]
     assert seen["flips"] == ["confirmed - regression"] * 3
     assert seen["regressions"] == [["P2 flipped from satisfied to violated (confirmed)"]] * 3

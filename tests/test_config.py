@@ -157,3 +157,31 @@ def test_a_judge_cache_that_is_neither_a_switch_nor_a_path_is_a_config_error(
     write("proj/canon.yaml", f"judge_cache: {value}\n")
     with pytest.raises(ConfigError, match="judge_cache"):
         load_config(cwd=tmp_path / "proj")
+
+
+@pytest.mark.parametrize(
+    ("text", "suggestion"),
+    [
+        ("threshhold: 0.9\n", "(did you mean 'threshold'?)"),
+        ("judge-model: openai:gpt-4o\n", "(did you mean 'judge_model'?)"),
+        ("baseline_dir: b\n", "(did you mean 'baselines_dir'?)"),
+        (
+            "sute: s.yaml\ntolerence: 0.1\n",
+            "(did you mean: 'sute' -> 'suite', 'tolerence' -> 'tolerance'?)",
+        ),
+        ("judge_options:\n  sample: 3\n", "option 'sample' (did you mean 'samples'?)"),
+    ],
+)
+def test_an_unknown_key_close_to_a_known_one_gets_a_did_you_mean(write, tmp_path, text, suggestion):
+    write("canon.yaml", text)
+    with pytest.raises(ConfigError) as info:
+        load_config(cwd=tmp_path)
+    assert suggestion in str(info.value)
+
+
+def test_an_unknown_key_like_no_known_one_gets_no_guess(write, tmp_path):
+    write("canon.yaml", "flux_capacitor: 1\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(cwd=tmp_path)
+    assert "did you mean" not in str(info.value)
+    assert "known settings are baselines_dir" in str(info.value)

@@ -7,6 +7,8 @@ from typing import Any
 
 import click
 
+from canon.cli.common import HELP_OPTIONS, docs_epilog
+
 # name -> "module:attribute"; loaded only when the subcommand runs, so `canon --help`
 # stays fast and never pulls in litellm or scipy.
 _COMMANDS: dict[str, str] = {
@@ -17,6 +19,7 @@ _COMMANDS: dict[str, str] = {
     "contract": "canon.cli.contract:contract",
     "set-judge": "canon.cli.set_judge:set_judge",
     "calibrate": "canon.cli.calibrate:calibrate",
+    "init": "canon.cli.init:init",
 }
 
 _SUMMARIES: dict[str, str] = {
@@ -27,6 +30,7 @@ _SUMMARIES: dict[str, str] = {
     "contract": "Check OpenTelemetry traces against behavioral contracts.",
     "set-judge": "Set judge_model in the project's canon.yaml (provider:model).",
     "calibrate": "Measure how often the judge changes its answers; recommend flip_rate.",
+    "init": "Scaffold a working offline Canon project in the current directory.",
 }
 
 
@@ -51,7 +55,11 @@ class _LazyGroup(click.Group):
             formatter.write_dl(rows)
 
 
-@click.group(cls=_LazyGroup)
+@click.group(
+    cls=_LazyGroup,
+    context_settings=HELP_OPTIONS,
+    epilog=docs_epilog("cli", "configuration", "baselines", "ci"),
+)
 @click.version_option(package_name="canon-testing", prog_name="canon")
 def main(**_: Any) -> None:
     """Canon: coherence regression tests for AI agents."""

@@ -2,4 +2,4 @@
 
 from canon.cli import main
 
-main()
+main(prog_name="canon")

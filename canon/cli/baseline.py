@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from pathlib import Path
@@ -9,16 +10,18 @@ from pathlib import Path
 import click
 
 from canon.check import baseline_from_run, compare_run
-from canon.cli.common import config_option, reports_errors
+from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
 from canon.cli.run import (
     build_plan,
     check_report_paths,
+    emit_github,
     format_option,
     load_run,
     no_cache_option,
     quiet_option,
     report_options,
     score_with_progress,
+    selection_options,
     suite_option,
     write_reports,
 )
@@ -34,7 +37,7 @@ from canon.report.check import check_document, exit_code_for, render_check
 from canon.store import dump_json, read_json, write_json_atomic
 
 
-@click.command()
+@click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("baselines", "cli"))
 @config_option
 @suite_option
 @quiet_option
@@ -63,7 +66,15 @@ def accept(
     results = confirmation.results
     elapsed = time.monotonic() - started
     # Written before the judge check below: a CI run needs the report most when it fails.
-    write_reports(junit_path, html_path, results=results, plan=plan, suite=suite, elapsed=elapsed)
+    write_reports(
+        junit_path,
+        html_path,
+        results=results,
+        plan=plan,
+        suite=suite,
+        elapsed=elapsed,
+        artifacts=artifacts,
+    )
     unanswered = [(r.key, c) for r in results for c in r.unscored]
     if unanswered:
         key, cell = unanswered[0]
@@ -99,9 +110,10 @@ def accept(
         )
 
 
-@click.command()
+@click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("baselines", "cli", "ci"))
 @config_option
 @suite_option
+@selection_options
 @format_option
 @quiet_option
 @no_cache_option
@@ -115,6 +127,8 @@ def accept(
 def check(
     config_path: Path | None,
     suite_path: Path | None,
+    select: tuple[str, ...],
+    limit: int | None,
     output_format: str,
     quiet: bool,
     no_cache: bool,
@@ -131,22 +145,34 @@ def check(
     judge was unavailable.
     """
     check_report_paths(junit_path, html_path)
-    config, suite, artifacts = load_run(config_path, suite_path)
+    config, suite, artifacts = load_run(config_path, suite_path, select, limit)
     plan = build_plan(config, use_cache=not no_cache)
     path = baseline_path(config, suite)
     baseline = read_baseline(path, suite_name=suite.stem)
     require_same_rubric(baseline, plan.rubric, source=shown(path))
+    if select or limit is not None:
+        # Part of the suite was asked for: the rest of the baseline is not "missing".
+        chosen = {a.key for a in artifacts}
+        baseline = dataclasses.replace(
+            baseline, artifacts={k: r for k, r in baseline.artifacts.items() if k in chosen}
+        )
     started = time.monotonic()
     confirmation = score_with_progress(config, plan, artifacts, quiet, baseline)
     comparison = compare_run(plan, confirmation, baseline, config.tolerance, config.rule, strict)
     results = confirmation.results
     elapsed = time.monotonic() - started
     if output_format == "json":
-        document = check_document(comparison, baseline, suite=suite.stem, path=shown(path))
+        document = check_document(
+            comparison, baseline, suite=suite.stem, path=shown(path), results=results
+        )
         sys.stdout.write(dump_json(document))
     else:
-        report = render_check(comparison, baseline, suite=suite.stem, path=shown(path))
+        report = render_check(
+            comparison, baseline, suite=suite.stem, path=shown(path), results=results
+        )
         click.echo(report, nl=False)
+    if output_format == "github":
+        emit_github(results, suite, comparison)
     write_reports(
         junit_path,
         html_path,
@@ -155,6 +181,7 @@ def check(
         suite=suite,
         comparison=comparison,
         elapsed=elapsed,
+        artifacts=artifacts,
     )
     sys.exit(exit_code_for(comparison))
 

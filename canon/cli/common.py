@@ -14,6 +14,11 @@ from canon.errors import CanonError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# `-h` as well as `--help`. Set on every command, not only inherited from the group: click
+# caches a command's help option the first time it is built, also when the command is
+# invoked on its own (as tests do), without the group's context.
+HELP_OPTIONS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
+
 
 def reports_errors(command: F) -> F:
     """Turn a CanonError into one line on stderr and its exit code, never a traceback."""
@@ -36,3 +41,17 @@ config_option = click.option(
     default=None,
     help="Use this canon.yaml (or pyproject.toml) instead of searching upward from here.",
 )
+
+
+def docs_epilog(*pages: str) -> str:
+    """A --help epilog naming the reference pages in the repository's docs/ folder."""
+    listed = ", ".join(f"docs/{page}.md" for page in pages)
+    return f"Reference: {listed} (README.md links every page)."
+
+
+def shown_path(path: Path) -> str:
+    """A path as the user would type it: relative to here when it is below here."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)

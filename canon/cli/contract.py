@@ -10,7 +10,7 @@ from typing import Any
 
 import click
 
-from canon.cli.common import reports_errors
+from canon.cli.common import HELP_OPTIONS, docs_epilog, reports_errors
 from canon.contract_files import load_contract_file, read_source_map, read_trace
 from canon.errors import CanonError, GateError, UsageError
 from canon.gates.contracts.audit import AuditRecord
@@ -61,7 +61,7 @@ def _source_map(path: Path | None) -> dict[str, DataSource] | None:
     return None if path is None else read_source_map(path)
 
 
-@click.group()
+@click.group(context_settings=HELP_OPTIONS, epilog=docs_epilog("contracts", "gates"))
 def contract() -> None:
     """Check OpenTelemetry traces against behavioral contracts."""
 

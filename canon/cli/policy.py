@@ -15,6 +15,7 @@ from typing import IO, Any, NoReturn
 
 import click
 
+from canon.cli.common import docs_epilog
 from canon.gates.policy.decoding import MAX_INPUT_BYTES, decode_json_bytes
 from canon.gates.policy.errors import (
     INVALID_COMMAND,
@@ -167,6 +168,7 @@ def _strict_exit(ctx: click.Context, strict: bool, conforms: Any) -> None:
     "policy",
     cls=_JsonErrorsGroup,
     context_settings={"help_option_names": ["-h", "--help"]},
+    epilog=docs_epilog("policy", "gates"),
 )
 def policy() -> None:
     """Check structured JSON output against a policy (a deterministic pre-judge gate)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Any, TypeVar
 import click
 
 from canon.check import score_run
+from canon.cli.common import shown_path
 from canon.config import Config, load_config, load_env_files
 from canon.confirm import Confirmation
 from canon.core.artifact import Artifact
@@ -25,7 +27,7 @@ from canon.report.html import html_report
 from canon.report.junit import junit_xml
 from canon.runner import ArtifactGate, ScoringPlan
 from canon.store import constitution_from_file, load_rubric, write_text_atomic
-from canon.suite import read_suite
+from canon.suite import read_suite, select_artifacts
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -49,10 +51,11 @@ no_cache_option = click.option(
 format_option = click.option(
     "--format",
     "output_format",
-    type=click.Choice(["text", "json"]),
+    type=click.Choice(["text", "json", "github"]),
     default="text",
     show_default=True,
-    help="Text for people, JSON for machines.",
+    help="Text for people, JSON for machines; github adds GitHub Actions annotations to the "
+    "text (and a table to $GITHUB_STEP_SUMMARY when it is set).",
 )
 _junit_option = click.option(
     "--junit-xml",
@@ -66,6 +69,27 @@ _html_option = click.option(
     type=click.Path(path_type=Path, dir_okay=False),
     help="Also write a self-contained HTML report here (written on failures too).",
 )
+
+
+_select_option = click.option(
+    "--select",
+    "select",
+    multiple=True,
+    metavar="KEY|GLOB",
+    help="Run only the artifacts whose key (id) matches; repeat for more, globs allowed.",
+)
+_limit_option = click.option(
+    "--limit",
+    type=click.IntRange(min=1),
+    default=None,
+    metavar="N",
+    help="Run at most the first N artifacts (after --select).",
+)
+
+
+def selection_options(command: F) -> F:
+    """Add --select KEY|GLOB (repeatable) and --limit N to a command that scores a suite."""
+    return _select_option(_limit_option(command))
 
 
 def report_options(command: F) -> F:
@@ -99,9 +123,15 @@ def write_reports(
     suite: Path,
     comparison: Comparison | None = None,
     elapsed: float | None = None,
+    artifacts: Sequence[Artifact] = (),
 ) -> None:
-    """Write the requested JUnit XML and HTML reports, each atomically."""
-    renderers = ((junit_path, junit_xml), (html_path, html_report))
+    """Write the requested JUnit XML and HTML reports, each atomically; the HTML page
+    shows each artifact's text when ``artifacts`` are given."""
+    texts = {a.key: a.text for a in artifacts}
+    renderers = (
+        (junit_path, functools.partial(junit_xml)),
+        (html_path, functools.partial(html_report, texts=texts)),
+    )
     for path, render in renderers:
         if path is None:
             continue
@@ -116,15 +146,20 @@ def write_reports(
 
 
 def load_run(
-    config_path: Path | None, suite_path: Path | None
+    config_path: Path | None,
+    suite_path: Path | None,
+    select: Sequence[str] = (),
+    limit: int | None = None,
 ) -> tuple[Config, Path, tuple[Artifact, ...]]:
-    """The config (with its .env files loaded), the suite's path and its artifacts."""
+    """The config (with its .env files loaded), the suite's path and the artifacts to run:
+    all of them, or those ``select`` names (keys or globs), at most ``limit``."""
     config = load_config(config_path)
     load_env_files(config.source.parent if config.source else config.base_dir)
     suite = suite_path or config.suite
     if suite is None:
         raise ConfigError("no suite to score: pass --suite FILE or set 'suite' in canon.yaml")
-    return config, suite, read_suite(suite)
+    artifacts = select_artifacts(read_suite(suite), select, limit, source=suite)
+    return config, suite, artifacts
 
 
 def build_plan(config: Config, *, use_cache: bool = True) -> ScoringPlan:
@@ -201,3 +236,26 @@ def score_with_progress(
             err=True,
         )
     return confirmation
+
+
+def emit_github(
+    results: Sequence[ArtifactResult], suite: Path, comparison: Comparison | None = None
+) -> None:
+    """Print GitHub Actions annotations; append a summary table to $GITHUB_STEP_SUMMARY
+    (a file that cannot be appended to is a warning on stderr)."""
+    from canon.report.github import github_annotations, github_summary
+
+    click.echo(github_annotations(results, comparison, suite_file=shown_path(suite)), nl=False)
+    summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
+    if summary_file:
+        try:
+            with open(summary_file, "a", encoding="utf-8") as stream:
+                stream.write(github_summary(results, comparison, suite=suite.stem))
+        except OSError as exc:
+            # A warning, not an error: exit codes must keep saying what the check found
+            # (a 3 turned into a 2 would stop CI from retrying an unavailable judge).
+            click.echo(
+                f"canon: warning: cannot append to $GITHUB_STEP_SUMMARY ({summary_file}): "
+                f"{exc.strerror or exc}; the annotations above are complete",
+                err=True,
+            )

@@ -9,16 +9,18 @@ from pathlib import Path
 
 import click
 
-from canon.cli.common import config_option, reports_errors
+from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
 from canon.cli.run import (
     build_plan,
     check_report_paths,
+    emit_github,
     format_option,
     load_run,
     no_cache_option,
     quiet_option,
     report_options,
     score_with_progress,
+    selection_options,
     suite_option,
     write_reports,
 )
@@ -28,9 +30,10 @@ from canon.report.text import render_results
 from canon.store import dump_json
 
 
-@click.command()
+@click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("cli", "configuration"))
 @config_option
 @suite_option
+@selection_options
 @format_option
 @quiet_option
 @no_cache_option
@@ -39,6 +42,8 @@ from canon.store import dump_json
 def score(
     config_path: Path | None,
     suite_path: Path | None,
+    select: tuple[str, ...],
+    limit: int | None,
     output_format: str,
     quiet: bool,
     no_cache: bool,
@@ -51,7 +56,7 @@ def score(
     3 the judge was unavailable.
     """
     check_report_paths(junit_path, html_path)
-    config, suite, artifacts = load_run(config_path, suite_path)
+    config, suite, artifacts = load_run(config_path, suite_path, select, limit)
     plan = build_plan(config, use_cache=not no_cache)
     started = time.monotonic()
     results = score_with_progress(config, plan, artifacts, quiet).results
@@ -60,7 +65,17 @@ def score(
         sys.stdout.write(dump_json(results_document(results, plan)))
     else:
         click.echo(render_results(results), nl=False)
-    write_reports(junit_path, html_path, results=results, plan=plan, suite=suite, elapsed=elapsed)
+    if output_format == "github":
+        emit_github(results, suite)
+    write_reports(
+        junit_path,
+        html_path,
+        results=results,
+        plan=plan,
+        suite=suite,
+        elapsed=elapsed,
+        artifacts=artifacts,
+    )
     code = exit_code(results)
     if code == 3:
         unscored = [c for r in results for c in r.unscored]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import click
 
-from canon.cli.common import reports_errors
+from canon.cli.common import HELP_OPTIONS, docs_epilog, reports_errors
 from canon.config import discover_config_file
 from canon.config_edit import KEY, new_config_text, set_judge_model
 from canon.errors import ConfigError, UsageError
@@ -23,7 +23,9 @@ _FORM = (
 )
 
 
-@click.command("set-judge")
+@click.command(
+    "set-judge", context_settings=HELP_OPTIONS, epilog=docs_epilog("configuration", "judge")
+)
 @click.option("--provider", required=True, help="Model provider, e.g. openai, anthropic, mock.")
 @click.option("--model", required=True, help="Model name; may hold a slash (org/model).")
 @click.option(

@@ -267,11 +267,44 @@ def _gate_notes(gates: Sequence[GateOutcome]) -> list[str]:
 def failure_message(result: ArtifactResult) -> str:
     """The text of the AssertionError raised for a non-canon artifact."""
     lines = [f"non-canon artifact {result.key}: " + "; ".join(result.reasons)]
-    lowest = result.lowest(3)
+    # Only questions below full marks: a perfect score explains nothing about a failure.
+    lowest = [c for c in shortfalls(result) if c.state == "answered"][:3]
     if lowest:
         lines.append("lowest-scoring questions:")
-        lines.extend(f"  {c.id} ({c.score:.2f}): {c.question.text}" for c in lowest)
+        for cell in lowest:
+            lines.append(f"  {cell.id} ({cell.score:.2f}): {cell_label(cell)}")
+            reason = reason_excerpt(cell)
+            if reason is not None:
+                lines.append(f"    judge's reason: {reason}")
     return "\n".join(lines)
+
+
+def falls_short(cell: Cell) -> bool:
+    """Whether a cell did not pass: unscored, or answered below full marks."""
+    if cell.state == "unscored":
+        return True
+    return cell.state == "answered" and cell.score is not None and cell.score < 1.0
+
+
+def shortfalls(result: ArtifactResult) -> tuple[Cell, ...]:
+    """The cells that did not pass, unscored ones first, then the lowest-scoring."""
+    short = [c for c in result.cells if falls_short(c)]
+    return tuple(sorted(short, key=lambda c: -1.0 if c.score is None else c.score))
+
+
+def cell_label(cell: Cell) -> str:
+    """What a cell asked about: a principle's own text, else the question's text."""
+    return cell.question.subject or cell.question.text
+
+
+def reason_excerpt(cell: Cell, width: int = 160) -> str | None:
+    """The judge's reason for a cell on one line, cut to ``width`` characters; None when
+    it gave none (a scripted judge). An unscored cell's reason is why the judge failed."""
+    reason = cell.error if cell.state == "unscored" else cell.rationale
+    if not reason or not reason.strip():
+        return None
+    flat = " ".join(reason.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
 
 
 def relevant_questions(

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from canon.core.baseline import Baseline
 from canon.core.compare import REACCEPT, Comparison, Drift, Rate
+from canon.core.scoring import ArtifactResult, reason_excerpt, shortfalls
 
 _FLIP_VERDICTS = {
     "pending": "REGRESSION (not re-asked)",
@@ -37,9 +39,38 @@ def remedy(comparison: Comparison, baseline: Baseline) -> str:
     return "CONFORMS to the baseline"
 
 
-def render_check(comparison: Comparison, baseline: Baseline, *, suite: str, path: str) -> str:
-    """The human-readable check report; it ends with the remedy."""
+def _reason_lines(result: ArtifactResult | None, indent: str = "    ") -> list[str]:
+    if result is None:
+        return []
+    lines = []
+    for cell in shortfalls(result)[:3]:
+        reason = reason_excerpt(cell)
+        if reason is not None:
+            lines.append(f"{indent}{cell.id}: {reason}")
+    return lines
+
+
+def _flip_reason(results: Mapping[str, ArtifactResult], key: str, qid: str) -> str | None:
+    result = results.get(key)
+    if result is None:
+        return None
+    try:
+        return reason_excerpt(result.cell(qid))
+    except KeyError:
+        return None
+
+
+def render_check(
+    comparison: Comparison,
+    baseline: Baseline,
+    *,
+    suite: str,
+    path: str,
+    results: Sequence[ArtifactResult] = (),
+) -> str:
+    """The human-readable check report, with the judge's reasons; it ends with the remedy."""
     c = comparison
+    by_key = {r.key: r for r in results}
     before, now = c.canon_rate
     lines = [
         f"canon check: suite '{suite}' against {path}",
@@ -50,7 +81,9 @@ def render_check(comparison: Comparison, baseline: Baseline, *, suite: str, path
     failures = c.failures
     if failures:
         lines.append("non-canon artifacts (confirmed beyond judge noise):")
-        lines.extend(f"  {n.key}: {'; '.join(n.reasons)}" for n in failures)
+        for n in failures:
+            lines.append(f"  {n.key}: {'; '.join(n.reasons)}")
+            lines.extend(_reason_lines(by_key.get(n.key)))
     known = [n for n in c.known if n not in failures]
     if known:
         lines.append("known failures (non-canon in the baseline too; --strict fails on them):")
@@ -62,6 +95,9 @@ def render_check(comparison: Comparison, baseline: Baseline, *, suite: str, path
                 f"  {f.key} {f.question}: {f.baseline_score:.2f} -> {f.score:.2f} over "
                 f"{f.asks} answer(s) - {_FLIP_VERDICTS[f.status]}: {f.text}"
             )
+            reason = _flip_reason(by_key, f.key, f.question)
+            if reason is not None and f.regression:
+                lines.append(f"    judge: {reason}")
     lines.extend(_drift_lines(c.drift))
     dropped = _dropped_questions(c)
     if dropped:
@@ -132,11 +168,31 @@ def _rate(rate: Rate) -> dict[str, Any]:
     }
 
 
+def _shortfall_data(result: ArtifactResult | None) -> list[dict[str, Any]]:
+    if result is None:
+        return []
+    return [
+        {
+            "question": cell.id,
+            "state": cell.state,
+            "score": cell.score,
+            "reason": cell.error if cell.state == "unscored" else cell.rationale,
+        }
+        for cell in shortfalls(result)
+    ]
+
+
 def check_document(
-    comparison: Comparison, baseline: Baseline, *, suite: str, path: str
+    comparison: Comparison,
+    baseline: Baseline,
+    *,
+    suite: str,
+    path: str,
+    results: Sequence[ArtifactResult] = (),
 ) -> dict[str, Any]:
-    """The check report as plain data, for ``--format json``."""
+    """The check report as plain data, for ``--format json``, with the judge's reasons."""
     c, drift = comparison, comparison.drift
+    by_key = {r.key: r for r in results}
     before, now = c.canon_rate
     return {
         "suite": suite,
@@ -156,9 +212,18 @@ def check_document(
             for qid, (then, current) in c.question_rates.items()
         },
         "non_canon": [
-            {"key": n.key, "reasons": list(n.reasons), "known": n.known} for n in c.non_canon
+            {
+                "key": n.key,
+                "reasons": list(n.reasons),
+                "known": n.known,
+                "shortfalls": _shortfall_data(by_key.get(n.key)),
+            }
+            for n in c.non_canon
         ],
-        "flips": [dataclasses.asdict(f) for f in c.flips],
+        "flips": [
+            {**dataclasses.asdict(f), "reason": _flip_rationale(by_key, f.key, f.question)}
+            for f in c.flips
+        ],
         "drift": {
             "baseline_mean": drift.baseline_mean,
             "current_mean": drift.current_mean,
@@ -185,3 +250,13 @@ def check_document(
         "unscored_questions": c.unscored,
         "remedy": remedy(c, baseline),
     }
+
+
+def _flip_rationale(results: Mapping[str, ArtifactResult], key: str, qid: str) -> str | None:
+    result = results.get(key)
+    if result is None:
+        return None
+    try:
+        return result.cell(qid).rationale
+    except KeyError:
+        return None

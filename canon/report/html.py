@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from canon.core.compare import Comparison, Drift, Flip
-from canon.core.scoring import ArtifactResult, Cell, fails_on_evidence
+from canon.core.scoring import ArtifactResult, Cell, cell_label, fails_on_evidence, falls_short
 from canon.report.junit import xml_safe
 from canon.runner import ScoringPlan
 
@@ -25,10 +25,28 @@ section { border: 1px solid #d0d0d5; border-left-width: 6px; border-radius: 4px;
 .incomplete { border-left-color: #ef6c00; } .comparison { border-left-color: #455a64; }
 .verdict { font-weight: 700; } .non-canon .verdict { color: #c62828; }
 .canon .verdict { color: #2e7d32; } .incomplete .verdict { color: #ef6c00; }
-ul.regressions, .regressed { color: #c62828; font-weight: 700; }
-.banner { font-weight: 700; padding: .5rem .75rem; border-radius: 4px; background: #f2f2f5; }
+section.artifact.regressed { border-left-color: #c62828; }
+section.artifact.regressed .verdict { color: #c62828; }
+ul.regressions, .regressed-mark { color: #c62828; font-weight: 700; }
+.banner { font-weight: 700; padding: .5rem .75rem; border-radius: 4px; color: #fff; }
+.banner.good { background: #2e7d32; } .banner.bad { background: #c62828; }
+.banner.unsure { background: #ef6c00; }
+tr.short td.score, tr.short td.state { color: #c62828; font-weight: 700; }
+tr.flips-row.regression td { color: #c62828; font-weight: 700; }
+td.reason { white-space: pre-wrap; max-width: 32rem; }
+details.text { margin: .5rem 0; } details.text summary { cursor: pointer; color: #455a64; }
+pre.artifact-text { white-space: pre-wrap; background: #f7f7f9; padding: .5rem .75rem;
+                    border-radius: 4px; margin: .25rem 0 0; }
 code, .mono { font-family: ui-monospace, monospace; word-break: break-all; }
 """
+# banner text -> its colour class; every verdict is coloured the same way everywhere
+_BANNER_TONE = {
+    "CONFORMS": "good",
+    "ALL CANON": "good",
+    "REGRESSION": "bad",
+    "NON-CANON": "bad",
+    "INCOMPLETE": "unsure",
+}
 # Defence in depth: everything is escaped, and the page also forbids scripts and fetches.
 _POLICY = "default-src 'none'; style-src 'unsafe-inline'"
 
@@ -40,9 +58,11 @@ def html_report(
     suite: str,
     comparison: Comparison | None = None,
     elapsed: float | None = None,
+    texts: Mapping[str, str] | None = None,
 ) -> str:
-    """One self-contained HTML page: summary, the check's comparison, then each artifact."""
-    title = f"Canon report: suite {suite}"
+    """One self-contained HTML page: summary, the check's comparison, then each artifact
+    (with its text, from ``texts`` by key, folded away until opened)."""
+    title = f"Canon report: {suite}"
     parts = [
         "<!DOCTYPE html>",
         '<html lang="en"><head><meta charset="utf-8">',
@@ -56,7 +76,8 @@ def html_report(
     flips = comparison.flips if comparison is not None else ()
     for index, result in enumerate(results, 1):
         regressions = [f for f in flips if f.key == result.key and f.regression]
-        parts.append(_artifact(index, result, regressions))
+        text = None if texts is None else texts.get(result.key)
+        parts.append(_artifact(index, result, regressions, text))
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
@@ -102,7 +123,8 @@ def _summary(
     body = "".join(
         f'<tr><th>{_e(k)}</th><td id="summary-{_slug(k)}">{_e(v)}</td></tr>' for k, v in rows
     )
-    return f'<p class="banner" id="banner">{banner}</p><table id="summary">{body}</table>'
+    tone = _BANNER_TONE[banner]
+    return f'<p class="banner {tone}" id="banner">{banner}</p><table id="summary">{body}</table>'
 
 
 def _comparison(comparison: Comparison) -> str:
@@ -125,7 +147,8 @@ def _comparison(comparison: Comparison) -> str:
             for f in c.flips
         ]
         heads = ("artifact", "question", "subject", "baseline (conf.)", "now (conf.)", "status")
-        parts.append("<h3>Per-question flips (Layer 1)</h3>" + _table("flips", heads, rows))
+        marks = ["regression" if f.regression else "" for f in c.flips]
+        parts.append("<h3>Per-question flips (Layer 1)</h3>" + _table("flips", heads, rows, marks))
     parts.append(_drift(c.drift))
     then, now = c.canon_rate
     rate_rows = [("canon artifacts", str(then), str(now))] + [
@@ -178,19 +201,29 @@ def _drift(drift: Drift) -> str:
     return f'<h3>Mean drift (Layer 2)</h3><table id="drift">{body}</table>'
 
 
-def _artifact(index: int, result: ArtifactResult, regressions: Sequence[Flip]) -> str:
+def _artifact(
+    index: int, result: ArtifactResult, regressions: Sequence[Flip], text: str | None
+) -> str:
     verdict = verdict_of(result)
     score = "-" if result.score is None else f"{result.score:.3f}"
+    # A confirmed flip fails the check even when the artifact still scores as canon, so the
+    # card says REGRESSED in red and keeps the scoring verdict as a plain fact beside it.
+    shown = "REGRESSED" if regressions else verdict.upper()
+    scored = f' <span class="scored">(scored {verdict})</span>' if regressions else ""
+    classes = f"artifact {verdict}" + (" regressed" if regressions else "")
     parts = [
-        f'<section class="artifact {verdict}" id="artifact-{index}" data-verdict="{verdict}">',
+        f'<section class="{classes}" id="artifact-{index}" data-verdict="{verdict}">',
         f'<h2 class="key mono">{_e(result.key)}</h2>',
-        f'<p><span class="verdict">{verdict.upper()}</span>'
-        # the artifact may still score as canon; the flip against its baseline is what fails
-        + (' <span class="regressed">REGRESSED</span>' if regressions else "")
+        f'<p><span class="verdict">{shown}</span>{scored}'
         + f' score <span class="score">{score}</span> (threshold {result.threshold:.3f})'
         + (", NSCP gate tripped" if result.gated else "")
         + "</p>",
     ]
+    if text is not None:
+        parts.append(
+            '<details class="text"><summary>artifact text</summary>'
+            f'<pre class="artifact-text">{_e(text)}</pre></details>'
+        )
     if regressions:
         flipped = (
             f"{f.question} flipped from satisfied to violated ({f.status})" for f in regressions
@@ -204,8 +237,10 @@ def _artifact(index: int, result: ArtifactResult, regressions: Sequence[Flip]) -
         gates = [(g.gate, g.status, "; ".join(g.reasons)) for g in result.gates]
         parts.append(_table("gates", ("gate", "outcome", "reasons"), gates))
     if result.cells:
-        heads = ("id", "subject", "state", "score", "confidence", "error")
-        parts.append(_table("questions", heads, [_cell_row(c) for c in result.cells]))
+        heads = ("id", "subject", "state", "score", "confidence", "reason")
+        marks = ["short" if falls_short(c) else "" for c in result.cells]
+        rows = [_cell_row(c) for c in result.cells]
+        parts.append(_table("questions", heads, rows, marks))
     parts.append("</section>")
     return "\n".join(parts)
 
@@ -214,24 +249,32 @@ def _cell_row(cell: Cell) -> tuple[str, ...]:
     def number(value: float | None) -> str:
         return "" if value is None else f"{value:.2f}"
 
-    subject = cell.question.subject or cell.question.text
+    # the judge's own words in full; for an unscored cell, why the judge could not answer
+    reason = cell.error if cell.state == "unscored" else cell.rationale
     return (
         cell.id,
-        subject,
+        cell_label(cell),
         cell.state,
         number(cell.score),
         number(cell.confidence),
-        cell.error or "",
+        reason or "",
     )
 
 
-def _table(kind: str, heads: Sequence[str], rows: Iterable[Sequence[str]]) -> str:
+def _table(
+    kind: str,
+    heads: Sequence[str],
+    rows: Iterable[Sequence[str]],
+    marks: Sequence[str] = (),
+) -> str:
+    rows = list(rows)
+    marks = list(marks) or [""] * len(rows)
     head = "".join(f"<th>{_e(h)}</th>" for h in heads)
     body = "".join(
-        f'<tr class="{kind}-row">'
+        f'<tr class="{kind}-row{" " + mark if mark else ""}">'
         + "".join(f'<td class="{_slug(h)}">{_e(v)}</td>' for h, v in zip(heads, row, strict=True))
         + "</tr>"
-        for row in rows
+        for row, mark in zip(rows, marks, strict=True)
     )
     return f'<table class="{kind}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 

@@ -58,4 +58,6 @@ def _cell_record(cell: Cell) -> dict[str, Any]:
         record["subject"] = cell.question.subject
     if cell.error is not None:
         record["error"] = cell.error
+    if cell.rationale is not None:
+        record["rationale"] = cell.rationale  # the judge's own words, in full
     return record

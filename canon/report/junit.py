@@ -7,7 +7,14 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
 from canon.core.compare import Comparison, Flip
-from canon.core.scoring import ArtifactResult, fails_on_evidence
+from canon.core.scoring import (
+    ArtifactResult,
+    Cell,
+    cell_label,
+    fails_on_evidence,
+    reason_excerpt,
+    shortfalls,
+)
 from canon.runner import ScoringPlan
 
 # Everything XML 1.0 has no way to express, even as a character reference: C0 controls
@@ -117,11 +124,12 @@ def _artifact_case(
             "failure",
             f"non-canon: {result.reasons[0] if result.reasons else result.key}",
             "non-canon",
-            "\n".join(result.reasons),
+            "\n".join([*result.reasons, *_shortfall_lines(result)]),
         )
     for flip in flips:
         if flip.regression:
-            _child(case, "failure", _flip_message(flip), "regression", _flip_body(flip))
+            body = _flip_body(flip, _cell_or_none(result, flip.question))
+            _child(case, "failure", _flip_message(flip), "regression", body)
     unscored = result.unscored
     unavailable = [f for f in flips if f.status == "unavailable"]
     lines = [f"{cell.id}: {cell.error}" for cell in unscored]
@@ -151,12 +159,32 @@ def _flip_message(flip: Flip) -> str:
     return f"regression: {flip.question} flipped from satisfied to violated ({flip.status})"
 
 
-def _flip_body(flip: Flip) -> str:
-    return (
+def _flip_body(flip: Flip, cell: Cell | None) -> str:
+    body = (
         f"{flip.question}: {flip.text}\n"
         f"baseline {flip.baseline_score:.2f} (confidence {flip.baseline_confidence:.2f}) -> "
         f"now {flip.score:.2f} (confidence {flip.confidence:.2f}), {flip.status}"
     )
+    reason = None if cell is None else reason_excerpt(cell)
+    return body if reason is None else f"{body}\njudge: {reason}"
+
+
+def _shortfall_lines(result: ArtifactResult) -> list[str]:
+    """One line per question that fell short, with the judge's reason where it gave one."""
+    lines = []
+    for cell in shortfalls(result):
+        shown = "unscored" if cell.score is None else f"{cell.score:.2f}"
+        reason = reason_excerpt(cell)
+        line = f"{cell.id} {shown}: {cell_label(cell)}"
+        lines.append(line if reason is None else f"{line}\n  judge: {reason}")
+    return lines
+
+
+def _cell_or_none(result: ArtifactResult, question: str) -> Cell | None:
+    try:
+        return result.cell(question)
+    except KeyError:
+        return None
 
 
 def _drift_case(testsuite: ET.Element, classname: str, comparison: Comparison) -> None:

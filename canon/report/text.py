@@ -2,23 +2,42 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
-from canon.core.scoring import ArtifactResult
+from canon.core.scoring import ArtifactResult, cell_label, reason_excerpt, shortfalls
+
+LABEL_WIDTH = 100
 
 
 def render_results(results: Sequence[ArtifactResult]) -> str:
-    """One block per artifact, then a summary line."""
+    """One block per artifact (with the judge's reason for every question that fell short),
+    one line for the gates that had nothing to check, then a summary line."""
     lines: list[str] = []
+    skipped: Counter[tuple[str, str]] = Counter()
     for result in results:
         score = "  -  " if result.score is None else f"{result.score:.3f}"
         verdict = "canon    " if result.canon else "NON-CANON"
         lines.append(f"{verdict} {score}  {result.key}")
         lines.extend(f"    - {reason}" for reason in result.reasons)
-        lines.extend(f"    note: {note}" for note in result.notes)
-        if not result.canon:
-            for cell in result.lowest(3):
-                lines.append(f"    low {cell.id} {cell.score:.2f}: {_short(cell.question.text)}")
+        # A gate with nothing to check is counted, not repeated: 100 artifacts without a
+        # trace would otherwise print 100 identical notes.
+        quiet = [g for g in result.gates if g.status == "skip"]
+        skipped.update((g.gate, "; ".join(g.reasons) or "nothing to check") for g in quiet)
+        prefixes = tuple(f"{g.gate} gate skipped:" for g in quiet)
+        lines.extend(
+            f"    note: {note}"
+            for note in result.notes
+            if not (prefixes and note.startswith(prefixes))
+        )
+        for cell in shortfalls(result):
+            shown = "unscored" if cell.score is None else f"{cell.score:.2f}"
+            lines.append(f"    {cell.id} {shown}: {_short(cell_label(cell))}")
+            reason = reason_excerpt(cell)
+            if reason is not None:
+                lines.append(f"        judge: {reason}")
+    if skipped:
+        lines.append(skip_summary(skipped, len(results)))
     failed = sum(not r.canon for r in results)
     unscored = sum(len(r.unscored) for r in results)
     summary = f"{len(results) - failed} canon, {failed} non-canon"
@@ -28,5 +47,15 @@ def render_results(results: Sequence[ArtifactResult]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _short(text: str, width: int = 70) -> str:
-    return text if len(text) <= width else text[: width - 1] + "…"
+def skip_summary(skipped: Counter[tuple[str, str]], total: int) -> str:
+    """One line saying how many artifacts each gate skipped, and why."""
+    parts = [
+        f"{gate} gate skipped for {count} of {total} artifact(s) ({why})"
+        for (gate, why), count in sorted(skipped.items())
+    ]
+    return "note: " + "; ".join(parts)
+
+
+def _short(text: str, width: int = LABEL_WIDTH) -> str:
+    flat = " ".join(text.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"

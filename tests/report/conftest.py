@@ -14,9 +14,10 @@ from canon.core.compare import Comparison, gate
 from canon.core.constitution import Constitution
 from canon.core.evidence import DecisionRule, add_answer, failed_reask, open_evidence
 from canon.core.rubric import Question
-from canon.core.scoring import ArtifactResult
+from canon.core.scoring import Answer, ArtifactResult
 from canon.errors import JudgeUnavailableError
 from canon.gates.outcome import GateOutcome
+from canon.judge.base import JudgeRequest
 from canon.judge.mock import MockJudge
 from canon.runner import ScoringPlan, score_artifacts
 from canon.store import load_rubric
@@ -52,11 +53,34 @@ def hostile_gate(artifact: Artifact) -> GateOutcome:
     return GateOutcome("policy", "pass")
 
 
+def reason_for(question_id: str, text: str) -> str:
+    """The reason the reasoning judge gives: long, multi-line, and hostile for 'WEAK'."""
+    tail = f" {HOSTILE}" if text.startswith("WEAK") else ""
+    return f"Reason for {question_id}:\n  the reply {text[:12]!r} was judged" + " so" * 60 + tail
+
+
+class ReasoningJudge:
+    """A scripted judge that also explains itself, as a model judge does."""
+
+    def __init__(self, script: Any) -> None:
+        self._mock = MockJudge(script, name="mock:test")
+
+    @property
+    def name(self) -> str:
+        """The wrapped mock's name."""
+        return self._mock.name
+
+    async def answer(self, request: JudgeRequest) -> Answer:
+        """The mock's answer, with a reason naming the question and the artifact."""
+        answer = await self._mock.answer(request)
+        reason = reason_for(request.question.id, request.artifact.text)
+        return Answer(answer.distribution, rationale=reason)
+
+
 def make_plan(constitution: Constitution, script: Any = scripted) -> ScoringPlan:
-    """A plan scoring with the real rubric, a scripted judge and the hostile gate."""
-    return ScoringPlan(
-        constitution, load_rubric(), MockJudge(script, name="mock:test"), 0.85, (hostile_gate,)
-    )
+    """A plan scoring with the real rubric, a scripted judge that gives reasons, and the
+    hostile gate."""
+    return ScoringPlan(constitution, load_rubric(), ReasoningJudge(script), 0.85, (hostile_gate,))
 
 
 def score(plan: ScoringPlan, artifacts: Sequence[Artifact]) -> tuple[ArtifactResult, ...]:

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
 import re
+import struct
+import zlib
 from pathlib import Path
 
+from canon.core.scoring import falls_short
 from canon.report.html import html_report, verdict_of
 
 SCREENSHOT = Path("/tmp/canon-html-report-screenshot.png")
@@ -32,7 +35,9 @@ def test_each_artifact_gets_a_section_with_its_verdict_and_question_table(mixed,
     )
     assert verdicts == ["canon", "non-canon", "non-canon", "incomplete", "non-canon"]
     assert verdicts == [verdict_of(r) for r in mixed]
-    assert page.count('<tr class="questions-row">') == sum(len(r.cells) for r in mixed)
+    assert page.count('<tr class="questions-row') == sum(len(r.cells) for r in mixed)
+    short = sum(falls_short(c) for r in mixed for c in r.cells)
+    assert 0 < page.count('<tr class="questions-row short">') == short
     assert '<td id="summary-judge">mock:test</td>' in page
     assert f'<td id="summary-constitution-digest">{plan.constitution.digest}</td>' in page
 
@@ -40,15 +45,18 @@ def test_each_artifact_gets_a_section_with_its_verdict_and_question_table(mixed,
 def test_a_check_page_shows_flips_drift_and_notes(regressed):
     plan, results, comparison = regressed
     page = html_report(results, plan, suite="demo", comparison=comparison)
-    assert '<p class="banner" id="banner">REGRESSION</p>' in page
-    assert page.count('<tr class="flips-row">') == len(comparison.flips) == 2
+    assert '<p class="banner bad" id="banner">REGRESSION</p>' in page
+    assert page.count('<tr class="flips-row') == len(comparison.flips) == 2
+    assert page.count('<tr class="flips-row regression">') == 1
     assert "confirmed - regression" in page and "unavailable" in page
     assert '<table id="drift">' in page and "<th>baseline mean</th>" in page
     assert "not in this run: gone" in page
-    # only the artifact whose flip was confirmed is marked regressed in its heading line
-    assert page.count('<span class="regressed">REGRESSED</span>') == 1
-    fine = page[page.index('<h2 class="key mono">fine</h2>') :]
-    assert fine.split("</p>")[0].count("REGRESSED") == 1
+    # only the artifact whose flip was confirmed is a red REGRESSED card, its scoring
+    # verdict kept beside it as a plain fact
+    assert page.count('class="artifact canon regressed"') == 1
+    fine = page[page.index('<h2 class="key mono">fine</h2>') :].split("</p>")[0]
+    assert '<span class="verdict">REGRESSED</span> <span class="scored">(scored canon)' in fine
+    assert ">CANON<" not in fine
 
 
 def _open(page, tmp_path: Path, text: str) -> str:
@@ -112,3 +120,113 @@ def test_a_check_report_in_chromium_lists_the_flips(page, tmp_path, regressed):
         "[...document.querySelectorAll('ul.notes li')].map((li) => li.textContent)"
     )
     assert all(note in notes for note in comparison.notes)
+
+
+def _png_pixels(path: Path) -> tuple[int, int, int, bytes]:
+    """Width, height, bytes per pixel and the unfiltered rows of an 8-bit RGB(A) PNG."""
+    data = path.read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    offset, idat, header = 8, b"", b""
+    while offset < len(data):
+        (length,) = struct.unpack(">I", data[offset : offset + 4])
+        kind, body = data[offset + 4 : offset + 8], data[offset + 8 : offset + 8 + length]
+        offset += 12 + length
+        if kind == b"IHDR":
+            header = body
+        elif kind == b"IDAT":
+            idat += body
+    width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", header)
+    assert depth == 8 and colour in (2, 6) and interlace == 0
+    channels = 4 if colour == 6 else 3
+    raw, stride = zlib.decompress(idat), width * channels
+    rows, previous = bytearray(), bytearray(stride)
+    for y in range(height):
+        kind, line = (
+            raw[y * (stride + 1)],
+            bytearray(raw[y * (stride + 1) + 1 : (y + 1) * (stride + 1)]),
+        )
+        for i in range(stride):
+            left = line[i - channels] if i >= channels else 0
+            up = previous[i]
+            corner = previous[i - channels] if i >= channels else 0
+            if kind == 1:
+                line[i] = (line[i] + left) & 0xFF
+            elif kind == 2:
+                line[i] = (line[i] + up) & 0xFF
+            elif kind == 3:
+                line[i] = (line[i] + (left + up) // 2) & 0xFF
+            elif kind == 4:
+                p = left + up - corner
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                guess = left if pa <= pb and pa <= pc else up if pb <= pc else corner
+                line[i] = (line[i] + guess) & 0xFF
+        rows += line
+        previous = line
+    return width, height, channels, bytes(rows)
+
+
+def _pixel(image: tuple[int, int, int, bytes], x: float, y: float) -> tuple[int, ...]:
+    width, _, channels, rows = image
+    start = (int(y) * width + int(x)) * channels
+    return tuple(rows[start : start + 3])
+
+
+def _is_red(rgb: tuple[int, ...]) -> bool:
+    red, green, blue = rgb
+    return red > 150 and green < 90 and blue < 90
+
+
+def _is_green(rgb: tuple[int, ...]) -> bool:
+    red, green, blue = rgb
+    return green > 100 and red < 90 and blue < 90
+
+
+def test_a_screenshot_of_a_regressed_check_shows_red_where_it_failed(page, tmp_path, regressed):
+    plan, results, comparison = regressed
+    texts = {r.key: f"The reply of {r.key}, to be read on demand." for r in results}
+    report = html_report(results, plan, suite="suite", comparison=comparison, texts=texts)
+    _open(page, tmp_path, report)
+    # One viewport as tall as the page: the screenshot then shows the very layout measured.
+    height = page.evaluate("document.documentElement.scrollHeight")
+    page.send(
+        "Emulation.setDeviceMetricsOverride",
+        width=1280,
+        height=height,
+        deviceScaleFactor=1,
+        mobile=False,
+    )
+    boxes = page.evaluate(
+        """(() => {
+            const box = (el) => { const r = el.getBoundingClientRect();
+                return {x: r.x + window.scrollX, y: r.y + window.scrollY,
+                        w: r.width, h: r.height}; };
+            const cards = [...document.querySelectorAll('section.artifact')];
+            return {
+                title: document.title,
+                banner: box(document.getElementById('banner')),
+                cards: cards.map((s) => ({key: s.querySelector('h2').textContent,
+                    verdict: s.querySelector('.verdict').textContent, box: box(s),
+                    verdictBox: box(s.querySelector('.verdict')),
+                    textShown: s.querySelector('pre.artifact-text').checkVisibility()})),
+            };
+        })()"""
+    )
+    assert boxes["title"] == "Canon report: suite"
+    shot = _png_pixels(page.screenshot(tmp_path / "check.png"))
+    banner = boxes["banner"]
+    assert shot[:2] == (1280, height)
+    # the banner's right end, clear of its text
+    assert _is_red(_pixel(shot, banner["x"] + banner["w"] - 6, banner["y"] + banner["h"] / 2))
+    cards = {c["key"]: c for c in boxes["cards"]}
+    assert [c["verdict"] for c in boxes["cards"]] == ["REGRESSED", "CANON", "NON-CANON"]
+    for key, looks_right in (("fine", _is_red), ("also-fine", _is_green), ("weak", _is_red)):
+        card = cards[key]["box"]
+        edge = _pixel(shot, card["x"] + 3, card["y"] + card["h"] / 2)  # the 6px left border
+        assert looks_right(edge), (key, edge)
+    # every artifact's text is folded away until its summary is clicked
+    assert not any(c["textShown"] for c in boxes["cards"])
+    page.evaluate("document.querySelector('#artifact-1 details summary').id = 'open-text'")
+    page.click("open-text")
+    page.wait_until("document.querySelector('#artifact-1 pre.artifact-text').checkVisibility()")
+    assert page.evaluate("document.querySelector('#artifact-1 details').open") is True
+    assert page.console_problems() == []

@@ -1,0 +1,160 @@
+"""GitHub Actions output: workflow-command annotations and a step-summary table.
+
+Each regression and each non-canon artifact becomes an ``::error`` annotation, which GitHub
+lists on the run's summary page and on the pull request; the judge's reason goes with it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from canon.core.compare import Comparison, Flip
+from canon.core.scoring import (
+    ArtifactResult,
+    Cell,
+    cell_label,
+    fails_on_evidence,
+    reason_excerpt,
+    shortfalls,
+)
+
+TITLE = "Canon"
+
+
+def escape_data(text: str) -> str:
+    """A workflow command's message: %, CR and LF are the characters it cannot carry."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """A workflow command property (title, file): ``:`` and ``,`` end it, so escape them too."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def annotation(level: str, title: str, message: str, *, file: str | None = None) -> str:
+    """One workflow command line: ``::error title=...,file=...::message``."""
+    properties = [f"title={escape_property(title)}"]
+    if file is not None:
+        properties.append(f"file={escape_property(file)}")
+    return f"::{level} {','.join(properties)}::{escape_data(message)}"
+
+
+def github_annotations(
+    results: Sequence[ArtifactResult],
+    comparison: Comparison | None = None,
+    *,
+    suite_file: str | None = None,
+) -> str:
+    """Annotation lines for a scored run (``canon score``) or a check (``canon check``)."""
+    lines: list[str] = []
+    by_key = {r.key: r for r in results}
+    for result in results:
+        if fails_on_evidence(result):
+            lines.append(
+                annotation(
+                    "error",
+                    f"{TITLE} non-canon artifact {result.key}",
+                    _non_canon_message(result),
+                    file=suite_file,
+                )
+            )
+    if comparison is not None:
+        for flip in comparison.flips:
+            if flip.regression:
+                lines.append(
+                    annotation(
+                        "error",
+                        f"{TITLE} regression in {flip.key} {flip.question}",
+                        _flip_message(flip, by_key.get(flip.key)),
+                        file=suite_file,
+                    )
+                )
+        drift = comparison.drift
+        if drift.regressed and drift.baseline_mean is not None and drift.current_mean is not None:
+            p_value = (
+                "" if drift.test.p_value is None else f", one-sided p = {drift.test.p_value:.3g}"
+            )
+            lines.append(
+                annotation(
+                    "error",
+                    f"{TITLE} mean score dropped",
+                    f"mean {drift.baseline_mean:.3f} -> {drift.current_mean:.3f} (drop "
+                    f"{drift.drop or 0.0:.3f}, tolerance {drift.tolerance:.3f}{p_value})",
+                )
+            )
+        lines.extend(annotation("notice", f"{TITLE} note", note) for note in comparison.notes)
+    unscored = sum(len(r.unscored) for r in results)
+    if unscored:
+        lines.append(
+            annotation(
+                "warning",
+                f"{TITLE} judge unavailable",
+                f"{unscored} question(s) unscored; exit code 3 means the run may be retried",
+            )
+        )
+    return "".join(f"{line}\n" for line in lines)
+
+
+def _non_canon_message(result: ArtifactResult) -> str:
+    lines = list(result.reasons)
+    for cell in shortfalls(result):
+        if cell.score is not None:  # unscored ones are already counted in the reasons
+            reason = reason_excerpt(cell)
+            line = f"{cell.id} {cell.score:.2f}: {cell_label(cell)}"
+            lines.append(line if reason is None else f"{line} - judge: {reason}")
+    return "\n".join(lines)
+
+
+def _flip_message(flip: Flip, result: ArtifactResult | None) -> str:
+    text = (
+        f"{flip.question} ({flip.text}) flipped from satisfied to violated: "
+        f"{flip.baseline_score:.2f} -> {flip.score:.2f} ({flip.status})"
+    )
+    cell = _cell(result, flip.question)
+    reason = None if cell is None else reason_excerpt(cell)
+    return text if reason is None else f"{text}\njudge: {reason}"
+
+
+def github_summary(
+    results: Sequence[ArtifactResult], comparison: Comparison | None = None, *, suite: str
+) -> str:
+    """A Markdown block for ``$GITHUB_STEP_SUMMARY``: verdict, regressions, non-canon."""
+    failing = [r for r in results if fails_on_evidence(r)]
+    if comparison is not None:
+        verdict = {"conforms": "CONFORMS", "regressed": "REGRESSION", "unavailable": "INCOMPLETE"}[
+            comparison.status
+        ]
+    else:
+        verdict = "NON-CANON" if failing else "ALL CANON"
+    lines = [f"### Canon: suite `{suite}`: {verdict}", ""]
+    lines.append(f"{len(results)} artifact(s), {len(failing)} non-canon.")
+    flips = [f for f in comparison.flips if f.regression] if comparison is not None else []
+    by_key = {r.key: r for r in results}
+    if flips:
+        lines += [
+            "",
+            "| artifact | question | baseline -> now | judge's reason |",
+            "|---|---|---|---|",
+        ]
+        for flip in flips:
+            cell = _cell(by_key.get(flip.key), flip.question)
+            reason = (None if cell is None else reason_excerpt(cell)) or ""
+            lines.append(
+                f"| {_md(flip.key)} | {_md(flip.question)}: {_md(flip.text)} | "
+                f"{flip.baseline_score:.2f} -> {flip.score:.2f} | {_md(reason)} |"
+            )
+    if failing:
+        lines += ["", "| non-canon artifact | why |", "|---|---|"]
+        lines.extend(f"| {_md(r.key)} | {_md('; '.join(r.reasons))} |" for r in failing)
+    return "\n".join(lines) + "\n\n"
+
+
+def _cell(result: ArtifactResult | None, question: str) -> Cell | None:
+    if result is None:
+        return None
+    return next((c for c in result.cells if c.id == question), None)
+
+
+def _md(text: str) -> str:
+    # a table cell: one line, and a pipe would end the cell early
+    return " ".join(text.split()).replace("|", "\\|")
