@@ -18,24 +18,20 @@ import argparse
 import asyncio
 import hashlib
 import random
-import sys
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-
-from canon.check import baseline_from_run, check_run, score_run  # noqa: E402
-from canon.core.artifact import Artifact  # noqa: E402
-from canon.core.baseline import baseline_from_data, baseline_to_data  # noqa: E402
-from canon.core.constitution import Constitution, Principle  # noqa: E402
-from canon.core.evidence import DecisionRule  # noqa: E402
-from canon.core.scoring import Answer  # noqa: E402
-from canon.core.stats import wilson_ci  # noqa: E402
-from canon.judge.base import JudgeRequest  # noqa: E402
-from canon.runner import ScoringPlan  # noqa: E402
-from canon.store import load_rubric  # noqa: E402
+from canon.check import baseline_from_run, check_run, score_run
+from canon.core.artifact import Artifact
+from canon.core.baseline import baseline_from_data, baseline_to_data
+from canon.core.constitution import Constitution, Principle
+from canon.core.evidence import DecisionRule
+from canon.core.scoring import Answer
+from canon.core.stats import wilson_ci
+from canon.judge.base import JudgeRequest
+from canon.runner import ScoringPlan
+from canon.store import load_rubric
 
 CONSTITUTION = Constitution(
     "Resolve customers' billing questions accurately and within the handbook.",
@@ -135,9 +131,7 @@ def run_trial(
     plan = ScoringPlan(CONSTITUTION, RUBRIC, check_judge, 0.85)
     outcome = asyncio.run(check_run(plan, suite(size, 1 if reword else 0), baseline, rule=rule))
     c = outcome.comparison
-    named = frozenset(
-        [n.key for n in c.failures] + [f.key for f in c.flips if f.regression]
-    )
+    named = frozenset([n.key for n in c.failures] + [f.key for f in c.flips if f.regression])
     return Trial(
         failed=c.failed,
         named=named,
@@ -207,12 +201,14 @@ def main() -> None:
         trials = [
             run_trial(30, f, args.seed + i, clean, changed(violated, change)) for i in range(n)
         ]
-        report(f"{label}: caught, naming only those", trials, lambda t: t.failed and bool(t.named) and t.named <= violated)  # noqa: E501
+        report(
+            f"{label}: caught, naming only those",
+            trials,
+            lambda t: t.failed and bool(t.named) and t.named <= violated,
+        )
         report(f"{label}: all 5 named", trials, lambda t: t.named == violated)
     one = {"a007"}
-    trials = [
-        run_trial(30, f, args.seed + i, clean, changed(one, {"G": "yes"})) for i in range(n)
-    ]
+    trials = [run_trial(30, f, args.seed + i, clean, changed(one, {"G": "yes"})) for i in range(n)]
     report("1 of 30 newly contradicts (gate only): caught, named", trials, lambda t: t.named == one)
     trials = [run_trial(30, f, args.seed + i, clean, drifted) for i in range(n)]
     report(

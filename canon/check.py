@@ -39,11 +39,18 @@ async def score_run(
     baseline: Baseline | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     on_result: ProgressCallback | None = None,
+    budget_cells: int | None = None,
 ) -> Confirmation:
     """Score artifacts, then re-ask what a failing verdict (or a flip) hangs on."""
     first = await score_artifacts(plan, artifacts, concurrency=concurrency, on_result=on_result)
     return await confirm(
-        plan, artifacts, first, rule or DecisionRule(), baseline=baseline, concurrency=concurrency
+        plan,
+        artifacts,
+        first,
+        rule or DecisionRule(),
+        baseline=baseline,
+        concurrency=concurrency,
+        budget_cells=budget_cells,
     )
 
 

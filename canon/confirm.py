@@ -76,9 +76,14 @@ async def confirm(
     *,
     baseline: Baseline | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
+    budget_cells: int | None = None,
 ) -> Confirmation:
-    """Confirm or clear every would-be failure of a scored run."""
-    cells = sum(len(r.cells) for r in results)
+    """Confirm or clear every would-be failure of a scored run.
+
+    The run's false-alarm budget is split over its cells, or over ``budget_cells`` when
+    the run is one part of a larger whole (a pytest session checking one artifact a test).
+    """
+    cells = max(budget_cells or 0, sum(len(r.cells) for r in results))
     limiter = asyncio.Semaphore(max(1, concurrency))
     by_key = {a.key: a for a in artifacts}
     records = baseline.artifacts if baseline is not None else {}

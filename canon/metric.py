@@ -67,6 +67,16 @@ class CoherenceMetric:
         self._rule = rule or DecisionRule()
 
     @property
+    def plan(self) -> ScoringPlan:
+        """What every artifact is scored against: constitution, rubric, judge, gates."""
+        return self._plan
+
+    @property
+    def rule(self) -> DecisionRule:
+        """How sure a failing verdict must be before it counts."""
+        return self._rule
+
+    @property
     def threshold(self) -> float:
         """The score an artifact must reach to be canon."""
         return self._plan.threshold

@@ -7,7 +7,7 @@ Canon is installed; it therefore imports nothing heavy until a fixture is used.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -15,6 +15,10 @@ if TYPE_CHECKING:
     from canon.config import Config
     from canon.core.constitution import Constitution
     from canon.metric import CoherenceMetric
+    from canon.pytest_baseline import BaselineSession, CanonBaseline
+
+_SESSION = pytest.StashKey["BaselineSession"]()
+_CONFIG = pytest.StashKey["Config"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -32,6 +36,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         action="store_true",
         default=False,
         help="canon_metric asks the model judge every question anew (no answer cache).",
+    )
+    group.addoption(
+        "--canon-accept",
+        action="store_true",
+        default=False,
+        help="canon_baseline records what the tests check as the new baseline.",
+    )
+    group.addoption(
+        "--canon-baseline",
+        action="store",
+        default="pytest",
+        metavar="NAME",
+        help="the baseline file canon_baseline uses: <baselines_dir>/NAME.json (default pytest).",
     )
 
 
@@ -97,3 +114,80 @@ def canon_metric(
         )
     except CanonError as exc:
         raise pytest.UsageError(f"canon: {exc}") from None
+
+
+def _baseline_session(config: pytest.Config) -> BaselineSession:
+    from canon.pytest_baseline import BaselineSession
+
+    if _SESSION not in config.stash:
+        config.stash[_SESSION] = BaselineSession(
+            accept=bool(config.getoption("--canon-accept")),
+            name=str(config.getoption("--canon-baseline")),
+        )
+    return config.stash[_SESSION]
+
+
+@pytest.fixture
+def canon_baseline(
+    request: pytest.FixtureRequest, canon_config: Config, canon_metric: CoherenceMetric
+) -> CanonBaseline:
+    """Compare artifacts with the recorded baseline: ``canon_baseline.check(text, id=...)``.
+
+    ``pytest --canon-accept`` records instead; the decision rule is ``canon check``'s.
+    """
+    from canon.pytest_baseline import CanonBaseline
+
+    request.config.stash[_CONFIG] = canon_config
+    return CanonBaseline(
+        _baseline_session(request.config), canon_metric, canon_config, request.node
+    )
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Hand records to the xdist controller, or write them once (atomically)."""
+    config = session.config
+    if _SESSION not in config.stash:
+        return
+    state = config.stash[_SESSION]
+    workeroutput = getattr(config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: the controller writes
+        workeroutput["canon_baseline"] = state.export()
+        return
+    from canon.errors import CanonError
+
+    try:
+        written = state.flush(config.stash.get(_CONFIG, None) or _load_config(config))
+    except CanonError as exc:
+        raise pytest.UsageError(f"canon: {exc}") from None
+    config.stash[_WRITTEN] = written
+
+
+_WRITTEN = pytest.StashKey["Path | None"]()
+
+
+def _load_config(config: pytest.Config) -> Config | None:
+    from canon.config import load_config
+
+    explicit = config.getoption("--canon-config")
+    return load_config(Path(explicit) if explicit else None)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_testnodedown(node: Any, error: Any) -> None:
+    """xdist controller: merge what a worker checked and recorded."""
+    part = getattr(node, "workeroutput", {}).get("canon_baseline")
+    if part:
+        _baseline_session(node.config).absorb(part)
+
+
+def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
+    """Counts, regressions and the remedy, once at the end of the run."""
+    if _SESSION not in config.stash:
+        return
+    from canon.pytest_baseline import summary_lines
+
+    lines = summary_lines(config.stash[_SESSION], config.stash.get(_WRITTEN, None))
+    if lines:
+        terminalreporter.section("canon")
+        for line in lines:
+            terminalreporter.write_line(line)

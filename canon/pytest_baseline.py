@@ -1,0 +1,215 @@
+"""Baselines inside pytest: ``canon_baseline.check(artifact, id=...)`` and ``--canon-accept``.
+
+In the manner of snapshot testing: a normal run compares each checked artifact with its
+recorded baseline using the same decision rule as ``canon check`` (``canon.check``), and
+``pytest --canon-accept`` records what the tests produce instead. Records are queued during
+the run and written once, atomically, at the end; under pytest-xdist each worker hands its
+records to the controller, which merges them and writes the file once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from canon.check import baseline_from_run, score_run
+from canon.config import Config
+from canon.core.artifact import Artifact, as_artifact
+from canon.core.baseline import (
+    Baseline,
+    baseline_from_data,
+    baseline_to_data,
+    require_same_rubric,
+)
+from canon.core.compare import gate
+from canon.core.scoring import ArtifactResult
+from canon.errors import BaselineError, JudgeUnavailableError
+from canon.judge.sync import run_sync
+from canon.metric import CoherenceMetric
+from canon.report.check import render_check
+from canon.store import read_json, write_json_atomic
+
+ACCEPT_HINT = "run pytest --canon-accept to record it"
+WORKER_KEY = "canon_baseline"
+
+
+@dataclass
+class BaselineSession:
+    """What one pytest session checked and recorded."""
+
+    accept: bool
+    name: str
+    path: Path | None = None
+    baseline: Baseline | None = None
+    loaded: bool = False
+    header: dict[str, Any] | None = None  # rubric, judge, constitution, threshold
+    pending: dict[str, Any] = field(default_factory=dict)  # key -> record data
+    outcomes: list[tuple[str, str, str]] = field(default_factory=list)  # key, status, detail
+
+    def load(self, config: Config) -> Baseline | None:
+        """The session's baseline file, read once."""
+        if not self.loaded:
+            if config.baselines_dir is None:
+                raise BaselineError(f"{config.source or 'canon.yaml'}: set 'baselines_dir'")
+            self.path = config.baselines_dir / f"{self.name}.json"
+            if self.path.exists():
+                data = read_json(self.path, "baseline", BaselineError)
+                self.baseline = baseline_from_data(data, source=str(self.path))
+            self.loaded = True
+        return self.baseline
+
+    def export(self) -> dict[str, Any]:
+        """What an xdist worker hands to the controller."""
+        return {"header": self.header, "pending": self.pending, "outcomes": self.outcomes}
+
+    def absorb(self, part: dict[str, Any]) -> None:
+        """Merge a worker's part into this (controller) session."""
+        if part.get("header") is not None:
+            self.header = part["header"]
+        self.pending.update(part.get("pending", {}))
+        self.outcomes.extend(tuple(o) for o in part.get("outcomes", []))
+
+    def flush(self, config: Config | None) -> Path | None:
+        """Write the accepted records once, merged over the existing baseline's."""
+        if not self.accept or not self.pending or self.header is None:
+            return None
+        if config is not None:
+            self.load(config)
+        if self.path is None:
+            return None
+        existing: dict[str, Any] = {}
+        if self.baseline is not None and self.baseline.rubric_version == self.header["rubric"].get(
+            "version"
+        ):
+            existing = baseline_to_data(self.baseline)["artifacts"]
+        document = {**self.header, "artifacts": {**existing, **self.pending}}
+        baseline_from_data(document, source=str(self.path))  # never write what cannot load
+        write_json_atomic(self.path, document)
+        return self.path
+
+
+class CanonBaseline:
+    """The ``canon_baseline`` fixture: check artifacts against the recorded baseline."""
+
+    def __init__(
+        self,
+        session: BaselineSession,
+        metric: CoherenceMetric,
+        config: Config,
+        node: pytest.Item,
+    ) -> None:
+        self._session = session
+        self._metric = metric
+        self._config = config
+        self._node = node
+        self._count = 0
+
+    def check(self, artifact: object, *, id: str | None = None) -> ArtifactResult:
+        """Compare one artifact with its baseline record (or record it under --canon-accept)."""
+        self._count += 1
+        item = as_artifact(artifact)
+        key = id or item.id or f"{self._node.nodeid}#{self._count}"
+        item = Artifact(item.text, response=item.response, trace=item.trace, id=key)
+        plan, rule = self._metric.plan, self._metric.rule
+        baseline = self._session.load(self._config)
+        if baseline is not None:
+            require_same_rubric(baseline, plan.rubric, source=str(self._session.path))
+        self._node.user_properties.append(("canon.key", key))
+        if self._session.accept:
+            return self._record(item, key)
+        if baseline is None or key not in baseline.artifacts:
+            self._outcome(key, "missing", "no baseline record")
+            pytest.fail(
+                f"canon: no baseline record for {key!r} in {self._session.path}; {ACCEPT_HINT}",
+                pytrace=False,
+            )
+        one = dataclasses.replace(baseline, artifacts={key: baseline.artifacts[key]})
+        budget = max(1, len(baseline.artifacts)) * len(plan.questions)
+        confirmation = run_sync(score_run(plan, [item], rule, baseline=one, budget_cells=budget))
+        comparison = gate(
+            confirmation.results,
+            one,
+            plan.threshold,
+            self._config.tolerance,
+            evidence=confirmation.evidence,
+            rule=rule,
+        )
+        (result,) = confirmation.results
+        self._node.user_properties.append(("canon.status", comparison.status))
+        if result.score is not None:
+            self._node.user_properties.append(("canon.score", f"{result.score:.4f}"))
+        if comparison.status == "unavailable":
+            self._outcome(key, "unavailable", "the judge left questions unanswered")
+            raise JudgeUnavailableError(
+                f"canon: the judge could not answer every question about {key!r}; "
+                "run the tests again when it is reachable"
+            )
+        if comparison.status == "regressed":
+            report = render_check(
+                comparison,
+                one,
+                suite=self._session.name,
+                path=str(self._session.path),
+                results=confirmation.results,
+            )
+            self._outcome(key, "regressed", _first_failure(report))
+            pytest.fail(
+                f"canon: {key!r} regressed against its baseline\n{report}"
+                f"if the change is intended, {ACCEPT_HINT}",
+                pytrace=False,
+            )
+        self._outcome(key, "conforms", "")
+        return result
+
+    def _record(self, item: Artifact, key: str) -> ArtifactResult:
+        plan, rule = self._metric.plan, self._metric.rule
+        confirmation = run_sync(score_run(plan, [item], rule))
+        (result,) = confirmation.results
+        if result.unscored:
+            self._outcome(key, "unavailable", "not recorded: questions unanswered")
+            raise JudgeUnavailableError(
+                f"canon: the judge could not answer every question about {key!r}; nothing "
+                "was recorded for it"
+            )
+        data = baseline_to_data(baseline_from_run(plan, confirmation))
+        self._session.header = {k: v for k, v in data.items() if k != "artifacts"}
+        self._session.pending[key] = data["artifacts"][key]
+        self._outcome(key, "accepted", "canon" if result.canon else "non-canon (known)")
+        self._node.user_properties.append(("canon.status", "accepted"))
+        return result
+
+    def _outcome(self, key: str, status: str, detail: str) -> None:
+        self._session.outcomes.append((key, status, detail))
+
+
+def _first_failure(report: str) -> str:
+    for line in report.splitlines()[3:]:
+        if line.startswith("  ") and ("REGRESSION" in line or ":" in line):
+            return line.strip()
+    return "regressed"
+
+
+def summary_lines(session: BaselineSession, written: Path | None) -> list[str]:
+    """The terminal summary: counts, each regression, and the remedy."""
+    if not session.outcomes:
+        return []
+    counts: dict[str, int] = {}
+    for _key, status, _detail in session.outcomes:
+        counts[status] = counts.get(status, 0) + 1
+    order = ("conforms", "regressed", "missing", "unavailable", "accepted")
+    parts = [f"{counts[s]} {s}" for s in order if s in counts]
+    lines = [
+        f"canon baselines ({session.name}): {len(session.outcomes)} checked: " + ", ".join(parts)
+    ]
+    for key, status, detail in session.outcomes:
+        if status in ("regressed", "missing", "unavailable"):
+            lines.append(f"  {status.upper()} {key}: {detail}")
+    if written is not None:
+        lines.append(f"recorded {len(session.pending)} artifact(s) -> {written}")
+    elif counts.get("regressed") or counts.get("missing"):
+        lines.append(f"if the changes are intended, {ACCEPT_HINT.replace(' it', ' them')}")
+    return lines
