@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from canon.core.artifact import Artifact
-from canon.core.baseline import ArtifactRecord, Baseline
+from canon.core.baseline import ArtifactRecord, Baseline, recorded_question
 from canon.core.evidence import DecisionRule, Evidence, add_answer, failed_reask, open_evidence
 from canon.core.scoring import Answer, ArtifactResult, Cell, score_cell, unscored_cell
 from canon.core.settle import (
@@ -55,7 +55,7 @@ def flip_suspects(result: ArtifactResult, record: ArtifactRecord | None) -> tupl
         return ()
     found: list[str] = []
     for cell in result.cells:
-        before = record.questions.get(cell.id)
+        before = recorded_question(record, cell.question)
         if (
             before is not None
             and before.state == "answered"

@@ -323,7 +323,9 @@ def test_a_regression_in_check_is_in_both_reports(project):
     for key in ("duplicate-charge", "large-refund", "roaming-question"):
         (failure,) = cases[key].findall("failure")
         assert failure.get("type") == "regression"
-        assert "P2 flipped from satisfied to violated (confirmed)" in (failure.get("message") or "")
+        assert "P2 [escalate-large-refunds] flipped from satisfied to violated (confirmed)" in (
+            failure.get("message") or ""
+        )
     drift = cases["mean-drift"].find("failure")
     assert drift is not None and "drop 0.111, tolerance 0.020" in (drift.text or "")
     page = (project / "c.html").read_text()
@@ -384,7 +386,10 @@ def test_the_written_check_report_shows_the_regression_in_chromium(project, page
         ["roaming-question", "REGRESSED", 10],
     ]
     assert seen["flips"] == ["confirmed - regression"] * 3
-    assert seen["regressions"] == [["P2 flipped from satisfied to violated (confirmed)"]] * 3
+    assert (
+        seen["regressions"]
+        == [["P2 [escalate-large-refunds] flipped from satisfied to violated (confirmed)"]] * 3
+    )
     assert "REGRESSION" in seen["drift"]
     assert page.requested_urls() == [url] and page.console_problems() == []
 

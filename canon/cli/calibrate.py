@@ -10,13 +10,13 @@ import click
 
 from canon.calibrate import Calibration, FlipTally
 from canon.calibrate import calibrate as measure
-from canon.cli.common import config_option, reports_errors
+from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
 from canon.cli.run import build_plan, format_option, load_run, suite_option
 from canon.judge.sync import run_sync
 from canon.store import dump_json
 
 
-@click.command()
+@click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("baselines", "judge"))
 @config_option
 @suite_option
 @format_option

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from canon.core.rubric import Rubric
+from canon.core.rubric import Question, Rubric
 from canon.core.scoring import ArtifactResult, CellState
 from canon.errors import BaselineError
 
@@ -22,7 +22,7 @@ _TOP_KEYS = frozenset({"format", "rubric", "judge", "constitution", "threshold",
 _RECORD_KEYS = frozenset({"score", "gated", "canon", "stopped_by", "questions"})
 _LEGACY_RECORD_KEYS = frozenset({"score", "gated"})
 _QUESTION_KEYS = frozenset({"score", "confidence", "state", "subject"})
-_QUESTION_KEYS_3 = _QUESTION_KEYS | {"distribution", "asks"}
+_QUESTION_KEYS_3 = _QUESTION_KEYS | {"distribution", "asks", "principle"}
 
 
 class QuestionRecord(NamedTuple):
@@ -39,6 +39,7 @@ class QuestionRecord(NamedTuple):
     # how many asks that was; absent in format 2.
     distribution: tuple[tuple[str, float], ...] | None = None
     asks: int | None = None
+    principle: str | None = None  # the principle's id, when the constitution gave one
 
 
 @dataclass(frozen=True, slots=True)
@@ -94,6 +95,7 @@ def baseline_from_results(
                 cell.question.subject,
                 tuple((label, round(mass, 6)) for label, mass in cell.distribution) or None,
                 (asks or {}).get((result.key, cell.id), 1) if cell.state != "unscored" else 0,
+                cell.question.principle,
             )
             for cell in result.cells
         }
@@ -153,6 +155,8 @@ def _question_data(question: QuestionRecord) -> dict[str, Any]:
         data["distribution"] = dict(question.distribution)
     if question.asks is not None:
         data["asks"] = question.asks
+    if question.principle is not None:
+        data["principle"] = question.principle
     return data
 
 
@@ -252,6 +256,7 @@ def _question(raw: object, where: str, version: int) -> QuestionRecord:
         subject=_optional_text(fields.get("subject"), f"{where}: subject"),
         distribution=_distribution(fields.get("distribution"), f"{where}: distribution"),
         asks=_asks(fields.get("asks"), f"{where}: asks"),
+        principle=_optional_text(fields.get("principle"), f"{where}: principle"),
     )
 
 
@@ -324,6 +329,25 @@ def _kind(value: object) -> str:
     if isinstance(value, bool | int | float | str):
         return f"{type(value).__name__} {value!r}"
     return f"a {type(value).__name__}"
+
+
+def recorded_question(record: ArtifactRecord, question: Question) -> QuestionRecord | None:
+    """The baseline row a current question compares with.
+
+    Principles that carry ids are matched by id, so reordering or inserting principles
+    keeps every comparison; a principle id the baseline never saw has no row. Without ids
+    the match is by position (``P1`` is the first principle), as the rubric defines it.
+    """
+    rows = record.questions
+    if rows is None:
+        return None
+    if question.principle is not None:
+        for row in rows.values():
+            if row.principle == question.principle:
+                return row
+        if any(row.principle is not None for row in rows.values()):
+            return None
+    return rows.get(question.id)
 
 
 def require_same_rubric(baseline: Baseline, rubric: Rubric, *, source: str) -> None:

@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from canon.core.baseline import ArtifactRecord, Baseline
+from canon.core.baseline import ArtifactRecord, Baseline, recorded_question
 from canon.core.evidence import DecisionRule, Evidence
 from canon.core.scoring import ArtifactResult, Cell, fails_on_evidence
 from canon.core.settle import (
@@ -76,6 +76,12 @@ class Flip:
     status: FlipStatus = "pending"
     asks: int = 1
     e_value: float | None = None
+    principle: str | None = None  # the principle's id, when it has one
+
+    @property
+    def label(self) -> str:
+        """The question as reports show it: ``P2`` or ``P2 [escalate-refunds]``."""
+        return f"{self.question} [{self.principle}]" if self.principle else self.question
 
     @property
     def regression(self) -> bool:
@@ -330,11 +336,11 @@ def _layer1(
         if record is None or record.questions is None:
             continue
         for cell in result.cells:
-            before = record.questions.get(cell.id)
+            before = recorded_question(record, cell.question)
             if before is None:
                 continue
             if before.subject != cell.question.subject:
-                # Question ids are positional: P1 now asks about another principle.
+                # Without principle ids, P1 may now ask about another principle.
                 changed.setdefault(cell.id, (before.subject, cell.question.subject, []))[2].append(
                     result.key
                 )
@@ -398,6 +404,7 @@ def _flip(
         status=status,
         asks=1 if found is None else found.asks,
         e_value=None if found is None else found.e_value,
+        principle=cell.question.principle,
     )
 
 

@@ -44,6 +44,7 @@ class Question:
     text: str
     choices: tuple[Choice, ...]
     subject: str | None = None  # the principle text, for derived questions
+    principle: str | None = None  # the principle's own id, when the constitution gives one
     # label (as given and case-folded) -> choice; built once, since scoring looks labels up
     # hundreds of thousands of times in a large run.
     _by_label: dict[str, Choice] = field(init=False, repr=False, compare=False)
@@ -93,6 +94,7 @@ class Rubric:
                 text=self.principle_text.replace("{principle}", principle.text),
                 choices=self.principle_choices,
                 subject=principle.text,
+                principle=principle.id,
             )
             for index, principle in enumerate(constitution.principles, 1)
         )

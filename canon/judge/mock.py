@@ -58,6 +58,8 @@ class MockJudge:
     def _lookup(script: Mapping[str, Reply], question: Question) -> Reply:
         if question.id in script:
             return script[question.id]
+        if question.principle is not None and question.principle in script:
+            return script[question.principle]
         text = question.text.casefold()
         for key, reply in script.items():
             if key != DEFAULT_KEY and key.casefold() in text:

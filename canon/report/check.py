@@ -92,7 +92,7 @@ def render_check(
         lines.append("per-question flips from solidly satisfied to violated (Layer 1):")
         for f in c.flips:
             lines.append(
-                f"  {f.key} {f.question}: {f.baseline_score:.2f} -> {f.score:.2f} over "
+                f"  {f.key} {f.label}: {f.baseline_score:.2f} -> {f.score:.2f} over "
                 f"{f.asks} answer(s) - {_FLIP_VERDICTS[f.status]}: {f.text}"
             )
             reason = _flip_reason(by_key, f.key, f.question)

@@ -138,7 +138,7 @@ def _comparison(comparison: Comparison) -> str:
         rows = [
             (
                 f.key,
-                f.question,
+                f.label,
                 f.text,
                 f"{f.baseline_score:.2f} ({f.baseline_confidence:.2f})",
                 f"{f.score:.2f} ({f.confidence:.2f})",
@@ -226,7 +226,7 @@ def _artifact(
         )
     if regressions:
         flipped = (
-            f"{f.question} flipped from satisfied to violated ({f.status})" for f in regressions
+            f"{f.label} flipped from satisfied to violated ({f.status})" for f in regressions
         )
         parts.append(_list("regressions", flipped))
     if result.reasons:

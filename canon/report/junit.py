@@ -156,7 +156,7 @@ def _artifact_case(
 
 
 def _flip_message(flip: Flip) -> str:
-    return f"regression: {flip.question} flipped from satisfied to violated ({flip.status})"
+    return f"regression: {flip.label} flipped from satisfied to violated ({flip.status})"
 
 
 def _flip_body(flip: Flip, cell: Cell | None) -> str:

@@ -32,7 +32,10 @@ def render_results(results: Sequence[ArtifactResult]) -> str:
         )
         for cell in shortfalls(result):
             shown = "unscored" if cell.score is None else f"{cell.score:.2f}"
-            lines.append(f"    {cell.id} {shown}: {_short(cell_label(cell))}")
+            shown_id = (
+                f"{cell.id} [{cell.question.principle}]" if cell.question.principle else cell.id
+            )
+            lines.append(f"    {shown_id} {shown}: {_short(cell_label(cell))}")
             reason = reason_excerpt(cell)
             if reason is not None:
                 lines.append(f"        judge: {reason}")
