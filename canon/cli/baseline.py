@@ -25,6 +25,7 @@ from canon.cli.run import (
     suite_option,
     write_reports,
 )
+from canon.cli.spending import prepare_spending, show_estimate, spending_options
 from canon.config import Config
 from canon.core.artifact import Artifact
 from canon.core.baseline import (
@@ -55,6 +56,7 @@ from canon.judge.base import JudgeRequest
 from canon.judge.cache import fresh_judge
 from canon.judge.sync import run_sync
 from canon.runner import DEFAULT_CONCURRENCY, ScoringPlan
+from canon.spend import run_usage
 from canon.store import dump_json, read_json, write_json_atomic
 
 
@@ -63,6 +65,7 @@ from canon.store import dump_json, read_json, write_json_atomic
 @suite_option
 @quiet_option
 @no_cache_option
+@spending_options
 @report_options
 @reports_errors
 def accept(
@@ -70,17 +73,22 @@ def accept(
     suite_path: Path | None,
     quiet: bool,
     no_cache: bool,
+    estimate: bool,
+    batch: bool,
     junit_path: Path | None,
     html_path: Path | None,
 ) -> None:
     """Score the suite and record the run as its baseline.
 
-    Exit codes: 0 recorded, 2 bad input or config, 3 the judge was unavailable
-    (nothing is written then).
+    Exit codes: 0 recorded, 2 bad input or config, 3 the judge was unavailable,
+    4 the run would exceed max_cost (nothing is written on 2, 3 or 4).
     """
     check_report_paths(junit_path, html_path)
     config, suite, artifacts = load_run(config_path, suite_path)
     plan = build_plan(config, use_cache=not no_cache)
+    if estimate:
+        show_estimate(config, plan, artifacts, batch=batch or config.batch)
+    plan = prepare_spending(config, plan, artifacts, batch=batch, quiet=quiet)
     started = time.monotonic()
     results = score_with_progress(config, plan, artifacts, quiet)
     elapsed = time.monotonic() - started
@@ -106,6 +114,7 @@ def accept(
     unchanged = path.is_file() and path.read_text(encoding="utf-8") == dump_json(document)
     write_json_atomic(path, document)
     canon_count = sum(r.canon for r in results)
+    click.echo(run_usage(results).line())
     click.echo(
         f"accepted suite '{suite.stem}': {len(results)} artifact(s) ({canon_count} canon, "
         f"{len(results) - canon_count} non-canon) -> {shown(path)}"
@@ -125,6 +134,7 @@ def accept(
 @format_option
 @quiet_option
 @no_cache_option
+@spending_options
 @report_options
 @reports_errors
 def check(
@@ -133,13 +143,15 @@ def check(
     output_format: str,
     quiet: bool,
     no_cache: bool,
+    estimate: bool,
+    batch: bool,
     junit_path: Path | None,
     html_path: Path | None,
 ) -> None:
     """Score the suite and compare it with its baseline.
 
     Exit codes: 0 conforms, 1 a regression or non-canon artifact, 2 bad input, config or
-    baseline, 3 the judge was unavailable.
+    baseline, 3 the judge was unavailable, 4 the run would exceed max_cost.
     """
     check_report_paths(junit_path, html_path)
     config, suite, artifacts = load_run(config_path, suite_path)
@@ -147,6 +159,11 @@ def check(
     path = baseline_path(config, suite)
     baseline = read_baseline(path, suite_name=suite.stem)
     require_same_rubric(baseline, plan.rubric, source=shown(path))
+    if estimate:
+        show_estimate(
+            config, plan, artifacts, batch=batch or config.batch, output_format=output_format
+        )
+    plan = prepare_spending(config, plan, artifacts, batch=batch, quiet=quiet)
     started = time.monotonic()
     results = score_with_progress(config, plan, artifacts, quiet)
     comparison = run_sync(
@@ -156,11 +173,15 @@ def check(
     extra = provenance_notes(baseline, judge=plan.judge.name, constitution=plan.constitution.digest)
     if extra:
         comparison = dataclasses.replace(comparison, notes=(*extra, *comparison.notes))
+    usage = run_usage(results)
     if output_format == "json":
         document = check_document(comparison, baseline, suite=suite.stem, path=shown(path))
+        document["usage"] = usage.as_data()
         sys.stdout.write(dump_json(document))
     else:
-        report = render_check(comparison, baseline, suite=suite.stem, path=shown(path))
+        report = render_check(
+            comparison, baseline, suite=suite.stem, path=shown(path), usage_line=usage.line()
+        )
         click.echo(report, nl=False)
     write_reports(
         junit_path,
@@ -266,7 +287,14 @@ def remedy(comparison: Comparison, baseline: Baseline) -> str:
     return "CONFORMS to the baseline"
 
 
-def render_check(comparison: Comparison, baseline: Baseline, *, suite: str, path: str) -> str:
+def render_check(
+    comparison: Comparison,
+    baseline: Baseline,
+    *,
+    suite: str,
+    path: str,
+    usage_line: str | None = None,
+) -> str:
     """The human-readable check report; it ends with the remedy."""
     c = comparison
     lines = [
@@ -295,6 +323,8 @@ def render_check(comparison: Comparison, baseline: Baseline, *, suite: str, path
     if c.notes:
         lines.append("notes:")
         lines.extend(f"  - {note}" for note in c.notes)
+    if usage_line is not None:
+        lines.append(usage_line)
     lines.append(remedy(c, baseline))
     return "\n".join(lines) + "\n"
 

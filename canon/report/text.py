@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from canon.core.scoring import ArtifactResult
+from canon.spend import run_usage
 
 
 def render_results(results: Sequence[ArtifactResult]) -> str:
@@ -25,6 +26,7 @@ def render_results(results: Sequence[ArtifactResult]) -> str:
     if unscored:
         summary += f", {unscored} unscored question(s)"
     lines.append(summary)
+    lines.append(run_usage(results).line())
     return "\n".join(lines) + "\n"
 
 
