@@ -42,6 +42,7 @@ class BatchServer:
     """The server's state: files, batches and every request it received."""
 
     reply: Reply = default_reply
+    online_reply: Reply | None = None  # for chat completions; None: the same as ``reply``
     mode: str = "complete"
     polls_to_finish: int = 2
     port: int = 0
@@ -267,7 +268,7 @@ def _handler(state: BatchServer) -> type[BaseHTTPRequestHandler]:
             elif path.endswith("/chat/completions"):
                 body = json.loads(data or b"{}")
                 state.chat_requests.append(body)
-                self._send(200, completion(body, state.reply))
+                self._send(200, completion(body, state.online_reply or state.reply))
             else:
                 self._send(404, {"error": {"message": f"no route {path}"}})
 
