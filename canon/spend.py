@@ -222,6 +222,8 @@ class BudgetJudge:
         completion = judge.samples * completion_guess(judge)
         guess = price_of(litellm, judge.model, prompt, completion)
         guess = math.inf if guess is None else guess
+        if self.calls:  # calls so far say what a call really costs here; trust the larger
+            guess = max(guess, self.spent / self.calls)
         if self.spent + self._reserved + guess > self.max_cost:
             raise BudgetExceededError(
                 f"stopped before crossing max_cost {format_cost(self.max_cost)} in "

@@ -32,6 +32,7 @@ from canon.core.rubric import Question
 from canon.core.scoring import Answer
 from canon.errors import ConfigError, JudgeError, JudgeUnavailableError, UsageError
 from canon.judge.base import JudgeRequest
+from canon.judge.prompt_cache import mark_shared_prefix
 from canon.judge.usage import attach_usage, note_response, open_meter
 
 PIP_LINE = 'pip install "litellm>=1.40"'
@@ -178,6 +179,7 @@ class LiteLLMJudge:
             request.instructions,
             request.variant,
         ).as_messages()
+        messages = mark_shared_prefix(litellm, self.model, messages, request.prefix_shares)
         temperature = self.temperature
         if request.variant > 0:
             temperature = max(temperature, self.reask_temperature)

@@ -22,6 +22,7 @@ from canon.core.usage import Usage, total
 # one ANSWER line. Estimates use this unless max_tokens caps the reply lower.
 ESTIMATED_COMPLETION_TOKENS = 60
 
+_priced: dict[str, bool] = {}
 _meter: contextvars.ContextVar[list[Usage] | None] = contextvars.ContextVar(
     "canon_usage_meter", default=None
 )
@@ -60,17 +61,19 @@ def response_usage(litellm: Any, model: str, response: Any, *, batch: bool = Fal
         prompt_tokens=prompt,
         completion_tokens=completion,
         cached_tokens=cached,
-        cost=_cost(litellm, model, response, prompt, completion, cached, batch),
+        cost=_cost(litellm, model, response, prompt, completion, batch),
     )
 
 
 def priced(litellm: Any, model: str) -> bool:
-    """Whether litellm's price table knows ``model``."""
-    try:
-        info = litellm.get_model_info(model=model)
-    except Exception:  # litellm raises a plain Exception for an unmapped model
-        return False
-    return info.get("input_cost_per_token") is not None
+    """Whether litellm's price table knows ``model`` (looked up once per model)."""
+    if model not in _priced:
+        try:
+            info = litellm.get_model_info(model=model)
+        except Exception:  # litellm raises a plain Exception for an unmapped model
+            info = {}
+        _priced[model] = info.get("input_cost_per_token") is not None
+    return _priced[model]
 
 
 def price_of(
@@ -109,7 +112,6 @@ def _cost(
     response: Any,
     prompt: int,
     completion: int,
-    cached: int,
     batch: bool,
 ) -> float | None:
     if not priced(litellm, model):

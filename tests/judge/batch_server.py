@@ -44,6 +44,8 @@ class BatchServer:
     reply: Reply = default_reply
     online_reply: Reply | None = None  # for chat completions; None: the same as ``reply``
     mode: str = "complete"
+    prompt_tokens: int = PROMPT_TOKENS  # the usage every online completion reports
+    cached_tokens: int = 0  # of those, read from the provider's prompt cache
     polls_to_finish: int = 2
     port: int = 0
     files: dict[str, bytes] = field(default_factory=dict)
@@ -159,9 +161,18 @@ def _file_object(file_id: str, data: bytes, purpose: str) -> dict[str, Any]:
     }
 
 
-def completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
+def completion(
+    body: dict[str, Any], reply: Reply, prompt_tokens: int = PROMPT_TOKENS, cached: int = 0
+) -> dict[str, Any]:
     """A chat completion body answering ``body`` (one choice per requested sample)."""
     count = int(body.get("n") or 1)
+    usage: dict[str, Any] = {
+        "prompt_tokens": prompt_tokens,
+        "completion_tokens": COMPLETION_TOKENS * count,
+        "total_tokens": prompt_tokens + COMPLETION_TOKENS * count,
+    }
+    if cached:
+        usage["prompt_tokens_details"] = {"cached_tokens": cached}
     return {
         "id": "chatcmpl-batch",
         "object": "chat.completion",
@@ -175,11 +186,7 @@ def completion(body: dict[str, Any], reply: Reply) -> dict[str, Any]:
             }
             for i in range(count)
         ],
-        "usage": {
-            "prompt_tokens": PROMPT_TOKENS,
-            "completion_tokens": COMPLETION_TOKENS * count,
-            "total_tokens": PROMPT_TOKENS + COMPLETION_TOKENS * count,
-        },
+        "usage": usage,
     }
 
 
@@ -268,7 +275,8 @@ def _handler(state: BatchServer) -> type[BaseHTTPRequestHandler]:
             elif path.endswith("/chat/completions"):
                 body = json.loads(data or b"{}")
                 state.chat_requests.append(body)
-                self._send(200, completion(body, state.online_reply or state.reply))
+                reply = state.online_reply or state.reply
+                self._send(200, completion(body, reply, state.prompt_tokens, state.cached_tokens))
             else:
                 self._send(404, {"error": {"message": f"no route {path}"}})
 
