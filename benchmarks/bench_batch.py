@@ -69,6 +69,14 @@ def main() -> None:
         }
         command = [sys.executable, "-m", "canon.cli", "score", "--format", "json"]
         started = time.monotonic()
+        dry = subprocess.run([*command, "--estimate"], cwd=project, env=env, capture_output=True)
+        estimate = json.loads(dry.stdout)["estimate"]
+        print(
+            f"--estimate: {estimate['calls']} calls, {estimate['prompt_tokens']} prompt tokens, "
+            f"${estimate['cost_usd']:.4f} at the batch price, in {time.monotonic() - started:.1f} s"
+            f" ({len(server.chat_requests)} online calls, {len(server.batches)} batches)"
+        )
+        started = time.monotonic()
         first = subprocess.Popen(
             command, cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )

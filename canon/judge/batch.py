@@ -43,6 +43,7 @@ POLL_ENV = "CANON_BATCH_POLL_SECONDS"
 DEFAULT_POLL_SECONDS = 15.0
 _TERMINAL = frozenset({"completed", "expired", "failed", "cancelled"})
 _STATE_FORMAT = 1
+_POLL_ATTEMPTS = 3
 
 Progress = Callable[[str], None]
 
@@ -218,16 +219,22 @@ async def _wait(
 ) -> Any:
     """Poll a batch until it ends, reporting progress whenever it changes."""
     last = ""
+    failures = 0
     while True:
         try:
             batch = await litellm.aretrieve_batch(
                 batch_id=batch_id, custom_llm_provider="openai", **kwargs
             )
         except Exception as exc:
+            failures += 1  # a poll that fails once is no outage yet: the batch runs on
+            if failures < _POLL_ATTEMPTS:
+                await asyncio.sleep(poll)
+                continue
             raise JudgeUnavailableError(
-                f"cannot read batch {batch_id} from the provider ({_short(exc)}); run again "
-                "to resume it"
+                f"cannot read batch {batch_id} from the provider ({_short(exc)}); run the "
+                "command again to resume it (the batch id is kept)"
             ) from exc
+        failures = 0
         counts = getattr(batch, "request_counts", None)
         done = getattr(counts, "completed", 0) or 0
         failed = getattr(counts, "failed", 0) or 0

@@ -46,6 +46,7 @@ class BatchServer:
     mode: str = "complete"
     prompt_tokens: int = PROMPT_TOKENS  # the usage every online completion reports
     cached_tokens: int = 0  # of those, read from the provider's prompt cache
+    poll_faults: int = 0  # this many batch polls get a 503 before polls work again
     polls_to_finish: int = 2
     port: int = 0
     files: dict[str, bytes] = field(default_factory=dict)
@@ -250,7 +251,11 @@ def _handler(state: BatchServer) -> type[BaseHTTPRequestHandler]:
             elif parts[-2:-1] == ["files"] and parts[-1] in state.files:
                 self._send(200, _file_object(parts[-1], state.files[parts[-1]], "batch"))
             elif parts[-2:-1] == ["batches"] and parts[-1] in state.batches:
-                self._send(200, state.retrieve(parts[-1]))
+                if state.poll_faults > 0:
+                    state.poll_faults -= 1
+                    self._send(503, {"error": {"message": "batch service unavailable"}})
+                else:
+                    self._send(200, state.retrieve(parts[-1]))
             else:
                 self._send(404, {"error": {"message": f"no route {path}"}})
 

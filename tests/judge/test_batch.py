@@ -195,11 +195,31 @@ def test_a_provider_litellm_cannot_batch_is_named_and_asked_online(project, serv
     assert usage["cost_usd"] == "unknown"  # litellm has no price for this model: never 0
 
 
-def test_a_corrupt_batch_state_file_stops_the_run_naming_the_file(project, server):
+@pytest.mark.parametrize("content", ["{not json", '{"batches": [{"id": 3}]}', "[]"])
+def test_a_corrupt_batch_state_file_stops_the_run_naming_the_file(project, server, content):
     path = state_path(project / ".canon" / "judge-cache.sqlite3")
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("{not json")
+    path.write_text(content)
     result = _canon("score", "--batch")
     assert result.exit_code == 2
     assert str(path) in result.stderr and "delete the file" in result.stderr
-    assert server.batches == {}
+    assert server.batches == {} and server.chat_requests == []
+
+
+def test_a_poll_that_fails_once_is_retried_and_a_lasting_outage_is_exit_3_keeping_the_id(
+    project, server
+):
+    server.poll_faults = 1
+    passing = _canon("score", "--batch", "--format", "json")
+    assert passing.exit_code == 0, passing.output
+    assert _usage(passing)["batch_calls"] == 3 * QUESTIONS_PER_ARTIFACT
+
+    (project / "constitution.yaml").write_text(
+        (project / "constitution.yaml").read_text().replace("billing", "invoicing")
+    )  # new prompts: nothing cached, a new batch
+    server.poll_faults = 10**6
+    failing = _canon("score", "--batch")
+    assert failing.exit_code == 3
+    assert "cannot read batch" in failing.stderr and "resume" in failing.stderr
+    state = json.loads(state_path(project / ".canon" / "judge-cache.sqlite3").read_text())
+    assert len(state["batches"]) == 1 and server.chat_requests == []

@@ -66,7 +66,9 @@ def test_providers_that_cache_on_their_own_get_no_marker(constitution):
     assert minimum_cacheable_tokens(litellm, haiku) == ANTHROPIC_HAIKU_MIN_TOKENS
 
 
-def test_an_openai_endpoint_gets_plain_messages_and_the_answer_carries_usage(constitution, fake_llm):
+def test_an_openai_endpoint_gets_plain_messages_and_the_answer_carries_usage(
+    constitution, fake_llm
+):
     # Through real HTTP: an OpenAI-compatible endpoint gets the plain text messages.
     from canon.judge.base import JudgeRequest
     from canon.judge.litellm_judge import LiteLLMJudge
