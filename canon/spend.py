@@ -48,6 +48,7 @@ class Estimate:
     completion_tokens: int  # an assumption: see ESTIMATED_COMPLETION_TOKENS
     cost: float | None  # USD; None when litellm cannot price the model
     batch: bool = False
+    scripted: bool = False  # a judge that is not a model (MockJudge): nothing to pay
 
     @property
     def cached(self) -> int:
@@ -57,6 +58,12 @@ class Estimate:
     def line(self) -> str:
         """The estimate for people."""
         price = " at the batch price" if self.batch else ""
+        if self.scripted:
+            return (
+                f"estimate: {self.judge} is a scripted judge: {self.questions} question(s) "
+                f"answered by its script, {self.stopped} artifact(s) stopped by a gate, no "
+                "model calls, cost $0.0000; nothing was asked"
+            )
         return (
             f"estimate: {self.calls} judge call(s) to {self.judge} ({self.cached} of "
             f"{self.questions} question(s) already in the answer cache, {self.stopped} "
@@ -78,6 +85,7 @@ class Estimate:
             "completion_tokens_per_call_assumed": ESTIMATED_COMPLETION_TOKENS,
             "cost_usd": UNKNOWN if self.cost is None else round(self.cost, 8),
             "batch": self.batch,
+            "scripted": self.scripted,
         }
 
 
@@ -129,7 +137,8 @@ def estimate_run(
     pending, cached, stopped = pending_requests(plan, artifacts)
     judge = model_judge(plan.judge)
     if judge is None:  # a scripted judge answers for free
-        return Estimate(plan.judge.name, len(pending) + cached, 0, stopped, 0, 0, 0.0, batch)
+        questions = len(pending) + cached
+        return Estimate(plan.judge.name, questions, 0, stopped, 0, 0, 0.0, False, True)
     from canon.judge.litellm_judge import load_litellm
 
     litellm = load_litellm()

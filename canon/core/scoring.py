@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from canon.core.rubric import Question
@@ -25,7 +25,9 @@ class Answer:
 
     distribution: Mapping[str, float]
     rationale: str | None = None
-    usage: Usage | None = None  # what the call(s) spent; None when no call was made
+    # What the call(s) spent; None when no call was made. Not part of the answer's value:
+    # the same answer read back from the cache is the same answer.
+    usage: Usage | None = field(default=None, compare=False)
 
 
 class Cell(NamedTuple):

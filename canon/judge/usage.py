@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -91,7 +92,9 @@ def price_of(
                 completion_tokens=completion_tokens,
                 total_tokens=prompt_tokens + completion_tokens,
             )
-            prompt_cost, completion_cost = batch_cost_calculator(usage=usage, model=model)
+            with warnings.catch_warnings():  # litellm's pydantic deprecation noise, per call
+                warnings.simplefilter("ignore", DeprecationWarning)
+                prompt_cost, completion_cost = batch_cost_calculator(usage=usage, model=model)
         else:
             prompt_cost, completion_cost = litellm.cost_per_token(
                 model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens

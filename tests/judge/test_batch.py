@@ -223,3 +223,16 @@ def test_a_poll_that_fails_once_is_retried_and_a_lasting_outage_is_exit_3_keepin
     assert "cannot read batch" in failing.stderr and "resume" in failing.stderr
     state = json.loads(state_path(project / ".canon" / "judge-cache.sqlite3").read_text())
     assert len(state["batches"]) == 1 and server.chat_requests == []
+
+
+def test_accept_by_batch_then_check_online_asks_nothing_and_estimates_zero_calls(project, server):
+    accepted = _canon("accept", "--batch")
+    assert accepted.exit_code == 0, accepted.output
+    assert "batch call(s) at the batch price" in accepted.stdout
+    estimate = _canon("check", "--estimate", "--format", "json")
+    assert estimate.exit_code == 0, estimate.output
+    assert json.loads(estimate.stdout)["estimate"]["calls"] == 0
+    checked = _canon("check", "--format", "json")
+    assert checked.exit_code == 0, checked.output
+    assert json.loads(checked.stdout)["usage"]["calls"] == 0
+    assert server.chat_requests == [] and len(server.batches) == 1

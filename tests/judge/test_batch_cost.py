@@ -195,3 +195,13 @@ def test_bad_spending_settings_name_the_config_file(project, setting, message):
     result = _canon("score")
     assert result.exit_code == 2
     assert message in result.stderr and "canon.yaml" in result.stderr
+
+
+def test_estimate_for_a_scripted_judge_says_it_costs_nothing(monkeypatch):
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])  # the repository's own mock config
+    result = _canon("score", "--estimate", "--format", "json")
+    assert result.exit_code == 0, result.output
+    estimate = json.loads(result.stdout)["estimate"]
+    assert estimate["scripted"] is True and estimate["calls"] == 0
+    assert estimate["cost_usd"] == 0 and estimate["stopped_by_gates"] == 0
+    assert "scripted judge" in _canon("score", "--estimate").stdout
