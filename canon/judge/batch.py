@@ -24,7 +24,6 @@ import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from canon.core.prompt import parse_reply, render_prompt
@@ -32,6 +31,7 @@ from canon.core.scoring import Answer
 from canon.core.usage import Usage, total
 from canon.errors import CacheError, JudgeError, JudgeUnavailableError
 from canon.judge.base import JudgeRequest
+from canon.judge.batch_state import read_state, state_path, write_state
 from canon.judge.cache import AnswerCache, CachingJudge, IdentifiedJudge, answer_key
 from canon.judge.litellm_judge import LiteLLMJudge, answer_grammar, load_litellm
 from canon.judge.usage import response_usage
@@ -42,7 +42,6 @@ MAX_REQUESTS_PER_BATCH = 50_000  # OpenAI's limit per batch
 POLL_ENV = "CANON_BATCH_POLL_SECONDS"
 DEFAULT_POLL_SECONDS = 15.0
 _TERMINAL = frozenset({"completed", "expired", "failed", "cancelled"})
-_STATE_FORMAT = 1
 _POLL_ATTEMPTS = 3
 
 Progress = Callable[[str], None]
@@ -114,11 +113,6 @@ def batch_unsupported(judge: LiteLLMJudge) -> str | None:
     )
 
 
-def state_path(cache_path: Path) -> Path:
-    """Where the resumable batch ids are kept: next to the answer cache."""
-    return cache_path.with_name(cache_path.name + ".batches.json")
-
-
 async def run_batch(
     judge: LiteLLMJudge,
     cache: AnswerCache,
@@ -134,34 +128,34 @@ async def run_batch(
     path = state_path(cache.path)
     identity = _identity_digest(judge)
     pending = {key: request for key, request in requests}
-    entries = [e for e in _read_state(path) if e["identity"] == identity]
-    others = [e for e in _read_state(path) if e["identity"] != identity]
+    entries = [e for e in read_state(path) if e["identity"] == identity]
+    others = [e for e in read_state(path) if e["identity"] != identity]
     resumed = [e for e in entries if pending.keys() & set(e["keys"])]
     covered = {key for e in resumed for key in e["keys"]}
     fresh = [key for key in pending if key not in covered]
     kwargs = _connection(judge)
+    model = litellm.get_llm_provider(model=judge.model, api_base=judge.api_base)[0]
+    refused: str | None = None
     for start in range(0, len(fresh), MAX_REQUESTS_PER_BATCH):
         chunk = fresh[start : start + MAX_REQUESTS_PER_BATCH]
         lines = "".join(
-            json.dumps(_line(judge, key, pending[key]), ensure_ascii=False) + "\n" for key in chunk
+            json.dumps(_line(judge, model, key, pending[key]), ensure_ascii=False) + "\n"
+            for key in chunk
         )
-        upload = await litellm.acreate_file(
-            file=("canon-batch.jsonl", io.BytesIO(lines.encode("utf-8"))),
-            purpose="batch",
-            custom_llm_provider="openai",
-            **kwargs,
-        )
-        batch = await litellm.acreate_batch(
-            completion_window="24h",
-            endpoint="/v1/chat/completions",
-            input_file_id=upload.id,
-            custom_llm_provider="openai",
-            metadata={"created_by": "canon"},
-            **kwargs,
-        )
+        try:
+            batch = await _submit(litellm, lines, kwargs)
+        except Exception as exc:
+            # The endpoint has no usable Batch API (or refused this one): the online path
+            # asks these questions and reports its own failures properly.
+            refused = f"the provider refused the batch ({_short(exc)})"
+            say(f"batch: {refused}; asking those questions online")
+            break
         entry = {"id": batch.id, "identity": identity, "keys": chunk, "created": time.time()}
         entries.append(entry)
-        _write_state(path, [*others, *entries])  # before waiting: a killed run can resume
+        try:
+            write_state(path, [*others, *entries])  # before waiting: a killed run can resume
+        except CacheError as exc:
+            raise CacheError(f"{exc}; batch {batch.id} was submitted but is not recorded") from None
         say(f"batch {batch.id}: submitted {len(chunk)} question(s)")
     for entry in resumed:
         say(f"batch {entry['id']}: resuming the batch an earlier run submitted")
@@ -177,9 +171,11 @@ async def run_batch(
         usage.update(got)
         problems.extend(failed)
         entries = [e for e in entries if e["id"] != entry["id"]]
-        _write_state(path, [*others, *entries])
-    _write_state(path, others)  # what is left of ours answers nothing still pending
+        write_state(path, [*others, *entries])
+    write_state(path, others)  # what is left of ours answers nothing still pending
     unanswered = sum(1 for key in pending if key not in usage)
+    if refused is not None:
+        problems.insert(0, refused)
     return BatchOutcome(
         batches=tuple(e["id"] for e in active),
         resumed=len(resumed),
@@ -190,10 +186,27 @@ async def run_batch(
     )
 
 
-def _line(judge: LiteLLMJudge, key: str, request: JudgeRequest) -> dict[str, Any]:
-    """One JSONL request, built exactly as the online call would be."""
-    litellm = load_litellm()
-    model = litellm.get_llm_provider(model=judge.model, api_base=judge.api_base)[0]
+async def _submit(litellm: Any, lines: str, kwargs: Mapping[str, Any]) -> Any:
+    """Upload the JSONL requests and start a batch over them."""
+    upload = await litellm.acreate_file(
+        file=("canon-batch.jsonl", io.BytesIO(lines.encode("utf-8"))),
+        purpose="batch",
+        custom_llm_provider="openai",
+        **kwargs,
+    )
+    return await litellm.acreate_batch(
+        completion_window="24h",
+        endpoint="/v1/chat/completions",
+        input_file_id=upload.id,
+        custom_llm_provider="openai",
+        metadata={"created_by": "canon"},
+        **kwargs,
+    )
+
+
+def _line(judge: LiteLLMJudge, model: str, key: str, request: JudgeRequest) -> dict[str, Any]:
+    """One JSONL request, built exactly as the online call would be (``model`` as the
+    provider names it)."""
     messages = render_prompt(
         request.question,
         request.artifact.text,
@@ -366,40 +379,6 @@ def _poll_from_env() -> float:
     except ValueError:
         value = DEFAULT_POLL_SECONDS
     return max(0.01, value)
-
-
-def _read_state(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise CacheError(
-            f"{path}: cannot read the pending batch ids ({exc}); delete the file to start "
-            "a new batch (a batch already submitted is then paid for again)"
-        ) from None
-    batches = data.get("batches") if isinstance(data, dict) else None
-    if not isinstance(batches, list) or not all(
-        isinstance(e, dict)
-        and isinstance(e.get("id"), str)
-        and isinstance(e.get("identity"), str)
-        and isinstance(e.get("keys"), list)
-        for e in batches
-    ):
-        raise CacheError(
-            f"{path}: is not a list of pending batches; delete the file to start a new batch"
-        )
-    return batches
-
-
-def _write_state(path: Path, entries: Sequence[Mapping[str, Any]]) -> None:
-    if not entries:
-        path.unlink(missing_ok=True)
-        return
-    text = json.dumps({"format": _STATE_FORMAT, "batches": list(entries)}, sort_keys=True, indent=2)
-    temporary = path.with_name(path.name + ".tmp")
-    temporary.write_text(text + "\n", encoding="utf-8")
-    os.replace(temporary, path)
 
 
 def _short(exc: BaseException) -> str:

@@ -236,3 +236,29 @@ def test_accept_by_batch_then_check_online_asks_nothing_and_estimates_zero_calls
     assert checked.exit_code == 0, checked.output
     assert json.loads(checked.stdout)["usage"]["calls"] == 0
     assert server.chat_requests == [] and len(server.batches) == 1
+
+
+def test_an_endpoint_without_a_batch_api_is_named_and_every_question_asked_online(
+    project, fake_llm, monkeypatch
+):
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.base_url)  # chat completions only
+    fake_llm.script("contradict any part", "ANSWER: no")
+    fake_llm.script("", "ANSWER: yes")
+    result = _canon("score", "--batch", "--format", "json")
+    assert result.exit_code == 0, result.output
+    assert "the provider refused the batch" in result.stderr
+    assert len(fake_llm.requests) == 3 * QUESTIONS_PER_ARTIFACT
+    usage = _usage(result)
+    assert usage["calls"] == 3 * QUESTIONS_PER_ARTIFACT and usage["batch_calls"] == 0
+    assert not state_path(project / ".canon" / "judge-cache.sqlite3").exists()
+
+
+def test_a_batch_state_that_cannot_be_written_stops_the_run_naming_the_file(project, server):
+    cache_dir = project / ".canon"
+    cache_dir.mkdir()
+    state_path(cache_dir / "judge-cache.sqlite3").with_name(
+        "judge-cache.sqlite3.batches.json.tmp"
+    ).mkdir()  # a directory where the temporary file must go
+    result = _canon("score", "--batch")
+    assert result.exit_code == 2
+    assert "cannot record the batch ids" in result.stderr
