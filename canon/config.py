@@ -33,6 +33,7 @@ JUDGE_OPTIONS = {
     "max_attempts": int,
     "max_tokens": int,
     "constrain_answers": bool,
+    "batch": bool,  # read by the CLI (provider batch mode), not passed to the judge
 }
 _KNOWN_KEYS = frozenset(
     {
@@ -50,6 +51,7 @@ _KNOWN_KEYS = frozenset(
         "alpha",
         "flip_rate",
         "max_reasks",
+        "max_cost",
     }
 )
 
@@ -74,6 +76,8 @@ class Config:
     judge_cache: Path | None = None
     # how sure a check must be before a decision fails the run (alpha, flip_rate, max_reasks)
     rule: DecisionRule = field(default_factory=DecisionRule)
+    max_cost: float | None = None  # USD a run may spend on judge calls; None: no limit
+    batch: bool = False  # judge_options.batch: ask through the provider's Batch API
 
 
 def discover_config_file(start: Path) -> Path | None:
@@ -154,7 +158,11 @@ def config_from_mapping(data: Mapping[str, Any], *, source: Path, base_dir: Path
     if data.get("judge_model") is not None:
         values["judge_model"] = _text(data, "judge_model", source)
     if data.get("judge_options") is not None:
-        values["judge_options"] = _judge_options(data["judge_options"], source)
+        options = _judge_options(data["judge_options"], source)
+        values["batch"] = bool(options.pop("batch", False))
+        values["judge_options"] = options
+    if data.get("max_cost") is not None:
+        values["max_cost"] = _max_cost(data["max_cost"], source)
     if data.get("contract") is not None:
         contract = _text(data, "contract", source)
         # A name without a path separator or YAML suffix is a bundled template.
@@ -219,6 +227,14 @@ def _judge_options(raw: object, source: Path) -> dict[str, Any]:
             raise ConfigError(f"{source}: judge option {key!r} must be {wanted}, got {value!r}")
         options[str(key)] = value
     return options
+
+
+def _max_cost(raw: object, source: Path) -> float:
+    if isinstance(raw, bool) or not isinstance(raw, int | float) or not 0 <= raw < float("inf"):
+        raise ConfigError(
+            f"{source}: 'max_cost' must be a number of US dollars >= 0 (e.g. 5.00), got {raw!r}"
+        )
+    return float(raw)
 
 
 def _judge_cache(raw: object, base_dir: Path, source: Path) -> Path | None:

@@ -14,6 +14,7 @@ single line on stderr and its ``exit_code``.
     ├── BaselineError               a baseline is missing, corrupt or recorded under another rubric
     ├── GateError                   a deterministic gate (policy, contract) cannot be loaded
     ├── CacheError                  the judge answer cache file is unusable
+    ├── BudgetExceededError         a run would spend more than max_cost (exit 4)
     └── JudgeError                  the judge could not answer
         ├── JudgeScriptError        a MockJudge script has no answer for a question
         └── JudgeUnavailableError   a real judge failed after retries (exit 3)
@@ -76,3 +77,9 @@ class JudgeUnavailableError(JudgeError):
     """A real judge stayed unreachable after retries (network, auth, rate limit)."""
 
     exit_code = 3
+
+
+class BudgetExceededError(CanonError):
+    """A run would spend more than ``max_cost``; it stopped before crossing it (exit 4)."""
+
+    exit_code = 4

@@ -21,6 +21,7 @@ from canon.core.scoring import (
 from canon.errors import JudgeError, JudgeScriptError
 from canon.gates.outcome import GateOutcome
 from canon.judge.base import Judge, JudgeRequest
+from canon.judge.prompt_cache import prefix_shares
 
 ArtifactGate = Callable[[Artifact], GateOutcome]
 ProgressCallback = Callable[[int, int, ArtifactResult], None]
@@ -54,14 +55,22 @@ async def score_artifact(
     if any(outcome.stops for outcome in outcomes):
         return stopped_verdict(artifact.key, plan.threshold, outcomes)
     limiter = limiter or asyncio.Semaphore(DEFAULT_CONCURRENCY)
-    cells = await _all([_ask(plan, artifact, question, limiter) for question in plan.questions])
+    questions = plan.questions
+    shares = prefix_shares(questions)
+    cells = await _all([_ask(plan, artifact, q, limiter, shares[q.id]) for q in questions])
     return judge_verdict(artifact.key, cells, plan.threshold, outcomes)
 
 
 async def _ask(
-    plan: ScoringPlan, artifact: Artifact, question: Question, limiter: asyncio.Semaphore
+    plan: ScoringPlan,
+    artifact: Artifact,
+    question: Question,
+    limiter: asyncio.Semaphore,
+    shares: int = 1,
 ) -> Cell:
-    request = JudgeRequest(question, artifact, plan.constitution, plan.rubric.instructions)
+    request = JudgeRequest(
+        question, artifact, plan.constitution, plan.rubric.instructions, prefix_shares=shares
+    )
     async with limiter:
         try:
             answer = await plan.judge.answer(request)

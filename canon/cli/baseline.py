@@ -25,6 +25,7 @@ from canon.cli.run import (
     suite_option,
     write_reports,
 )
+from canon.cli.spending import prepare_spending, show_estimate, spending_options
 from canon.config import Config
 from canon.core.baseline import (
     Baseline,
@@ -34,6 +35,7 @@ from canon.core.baseline import (
 )
 from canon.errors import BaselineError, ConfigError, JudgeUnavailableError
 from canon.report.check import check_document, exit_code_for, render_check
+from canon.spend import run_usage
 from canon.store import dump_json, read_json, write_json_atomic
 
 
@@ -42,6 +44,7 @@ from canon.store import dump_json, read_json, write_json_atomic
 @suite_option
 @quiet_option
 @no_cache_option
+@spending_options
 @report_options
 @reports_errors
 def accept(
@@ -49,18 +52,23 @@ def accept(
     suite_path: Path | None,
     quiet: bool,
     no_cache: bool,
+    estimate: bool,
+    batch: bool,
     junit_path: Path | None,
     html_path: Path | None,
 ) -> None:
     """Score the suite and record the run as its baseline.
 
     A non-canon verdict is recorded only once re-asking the judge confirmed it beyond
-    noise. Exit codes: 0 recorded, 2 bad input or config, 3 the judge was unavailable
-    (nothing is written then).
+    noise. Exit codes: 0 recorded, 2 bad input or config, 3 the judge was unavailable,
+    4 the run would exceed max_cost (nothing is written on 2, 3 or 4).
     """
     check_report_paths(junit_path, html_path)
     config, suite, artifacts = load_run(config_path, suite_path)
     plan = build_plan(config, use_cache=not no_cache)
+    if estimate:
+        show_estimate(config, plan, artifacts, batch=batch or config.batch)
+    plan = prepare_spending(config, plan, artifacts, batch=batch, quiet=quiet)
     started = time.monotonic()
     confirmation = score_with_progress(config, plan, artifacts, quiet)
     results = confirmation.results
@@ -96,6 +104,7 @@ def accept(
     unchanged = path.is_file() and path.read_text(encoding="utf-8") == dump_json(document)
     write_json_atomic(path, document)
     canon_count = sum(r.canon for r in results)
+    click.echo(run_usage(results).line())
     click.echo(
         f"accepted suite '{suite.stem}': {len(results)} artifact(s) ({canon_count} canon, "
         f"{len(results) - canon_count} non-canon) -> {shown(path)}"
@@ -122,6 +131,7 @@ def accept(
     is_flag=True,
     help="Also fail on artifacts that were already non-canon in the baseline.",
 )
+@spending_options
 @report_options
 @reports_errors
 def check(
@@ -133,6 +143,8 @@ def check(
     quiet: bool,
     no_cache: bool,
     strict: bool,
+    estimate: bool,
+    batch: bool,
     junit_path: Path | None,
     html_path: Path | None,
 ) -> None:
@@ -142,7 +154,7 @@ def check(
     confirmed by re-asking the judge before it fails the run; the whole run's chance of a
     false alarm is held under alpha (canon.yaml, default 0.05). Exit codes: 0 conforms,
     1 a regression or a new non-canon artifact, 2 bad input, config or baseline, 3 the
-    judge was unavailable.
+    judge was unavailable, 4 the run would exceed max_cost.
     """
     check_report_paths(junit_path, html_path)
     config, suite, artifacts = load_run(config_path, suite_path, select, limit)
@@ -156,19 +168,31 @@ def check(
         baseline = dataclasses.replace(
             baseline, artifacts={k: r for k, r in baseline.artifacts.items() if k in chosen}
         )
+    if estimate:
+        show_estimate(
+            config, plan, artifacts, batch=batch or config.batch, output_format=output_format
+        )
+    plan = prepare_spending(config, plan, artifacts, batch=batch, quiet=quiet)
     started = time.monotonic()
     confirmation = score_with_progress(config, plan, artifacts, quiet, baseline)
     comparison = compare_run(plan, confirmation, baseline, config.tolerance, config.rule, strict)
     results = confirmation.results
     elapsed = time.monotonic() - started
+    usage = run_usage(results)
     if output_format == "json":
         document = check_document(
             comparison, baseline, suite=suite.stem, path=shown(path), results=results
         )
+        document["usage"] = usage.as_data()
         sys.stdout.write(dump_json(document))
     else:
         report = render_check(
-            comparison, baseline, suite=suite.stem, path=shown(path), results=results
+            comparison,
+            baseline,
+            suite=suite.stem,
+            path=shown(path),
+            results=results,
+            usage_line=usage.line(),
         )
         click.echo(report, nl=False)
     if output_format == "github":

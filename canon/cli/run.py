@@ -12,6 +12,7 @@ import click
 
 from canon.check import score_run
 from canon.cli.common import shown_path
+from canon.cli.spending import with_budget
 from canon.config import Config, load_config, load_env_files
 from canon.confirm import Confirmation
 from canon.core.artifact import Artifact
@@ -177,13 +178,14 @@ def build_plan(config: Config, *, use_cache: bool = True) -> ScoringPlan:
     )
     # Opened last, so a config error above never leaves an empty cache file behind.
     judge = cached_judge(judge, config.judge_cache if use_cache else None)
-    return ScoringPlan(
+    plan = ScoringPlan(
         constitution=constitution,
         rubric=rubric,
         judge=judge,
         threshold=config.threshold,
         gates=gates,
     )
+    return with_budget(config, plan)
 
 
 def _config_gates(config: Config) -> tuple[ArtifactGate, ...]:

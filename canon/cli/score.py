@@ -24,6 +24,7 @@ from canon.cli.run import (
     suite_option,
     write_reports,
 )
+from canon.cli.spending import prepare_spending, show_estimate, spending_options
 from canon.core.scoring import ArtifactResult, fails_on_evidence
 from canon.report.json_report import results_document
 from canon.report.text import render_results
@@ -37,6 +38,7 @@ from canon.store import dump_json
 @format_option
 @quiet_option
 @no_cache_option
+@spending_options
 @report_options
 @reports_errors
 def score(
@@ -47,17 +49,24 @@ def score(
     output_format: str,
     quiet: bool,
     no_cache: bool,
+    estimate: bool,
+    batch: bool,
     junit_path: Path | None,
     html_path: Path | None,
 ) -> None:
     """Score every artifact in the suite; exit 1 if any is non-canon.
 
     Exit codes: 0 all canon, 1 a non-canon artifact, 2 bad input or config,
-    3 the judge was unavailable.
+    3 the judge was unavailable, 4 the run would exceed max_cost.
     """
     check_report_paths(junit_path, html_path)
     config, suite, artifacts = load_run(config_path, suite_path, select, limit)
     plan = build_plan(config, use_cache=not no_cache)
+    if estimate:
+        show_estimate(
+            config, plan, artifacts, batch=batch or config.batch, output_format=output_format
+        )
+    plan = prepare_spending(config, plan, artifacts, batch=batch, quiet=quiet)
     started = time.monotonic()
     results = score_with_progress(config, plan, artifacts, quiet).results
     elapsed = time.monotonic() - started

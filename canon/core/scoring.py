@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from canon.core.rubric import Question
+from canon.core.usage import Usage
 from canon.errors import JudgeError, UsageError
 from canon.gates.outcome import GateOutcome
 
@@ -24,6 +25,9 @@ class Answer:
 
     distribution: Mapping[str, float]
     rationale: str | None = None
+    # What the call(s) spent; None when no call was made. Not part of the answer's value:
+    # the same answer read back from the cache is the same answer.
+    usage: Usage | None = field(default=None, compare=False)
 
 
 class Cell(NamedTuple):
@@ -41,6 +45,7 @@ class Cell(NamedTuple):
     distribution: tuple[tuple[str, float], ...] = ()
     rationale: str | None = None
     error: str | None = None  # why the judge could not answer (unscored cells)
+    usage: Usage | None = None  # what answering it spent; None when no call was made
 
     @property
     def id(self) -> str:
@@ -112,9 +117,18 @@ def score_cell(question: Question, answer: Answer) -> Cell:
                     raise JudgeError(
                         f"question {question.id}: the gate question cannot be answered n/a"
                     )
-                return Cell(question, "na", None, 1.0, ((choice.label, 1.0),), answer.rationale)
+                single = ((choice.label, 1.0),)
+                return Cell(question, "na", None, 1.0, single, answer.rationale, usage=answer.usage)
             single = ((choice.label, 1.0),)
-            return Cell(question, "answered", choice.score, 1.0, single, answer.rationale)
+            return Cell(
+                question,
+                "answered",
+                choice.score,
+                1.0,
+                single,
+                answer.rationale,
+                usage=answer.usage,
+            )
     merged: dict[str, float] = {}
     for label, mass in answer.distribution.items():
         choice = question.choice(str(label))
@@ -147,9 +161,17 @@ def score_cell(question: Question, answer: Answer) -> Cell:
     distribution = tuple(sorted((label, mass / total) for label, mass in merged.items()))
     confidence = max(merged.values()) / total
     if scored_mass <= 0.0:
-        return Cell(question, "na", None, confidence, distribution, answer.rationale)
+        return Cell(
+            question, "na", None, confidence, distribution, answer.rationale, usage=answer.usage
+        )
     return Cell(
-        question, "answered", weighted / scored_mass, confidence, distribution, answer.rationale
+        question,
+        "answered",
+        weighted / scored_mass,
+        confidence,
+        distribution,
+        answer.rationale,
+        usage=answer.usage,
     )
 
 

@@ -23,6 +23,9 @@ class JudgeRequest:
     # choices in another order and a model judge samples it afresh, so a re-ask is an
     # independent look at the question rather than a replay of the first answer.
     variant: int = 0
+    # How many requests about this artifact share this prompt's prefix (this one included);
+    # a model judge marks the prefix for the provider's prompt cache only when it is > 1.
+    prefix_shares: int = 1
 
 
 @runtime_checkable

@@ -32,6 +32,8 @@ from canon.core.rubric import Question
 from canon.core.scoring import Answer
 from canon.errors import ConfigError, JudgeError, JudgeUnavailableError, UsageError
 from canon.judge.base import JudgeRequest
+from canon.judge.prompt_cache import mark_shared_prefix
+from canon.judge.usage import attach_usage, note_response, open_meter
 
 PIP_LINE = 'pip install "litellm>=1.40"'
 _RATIONALE_LIMIT = 1000
@@ -177,11 +179,13 @@ class LiteLLMJudge:
             request.instructions,
             request.variant,
         ).as_messages()
+        messages = mark_shared_prefix(litellm, self.model, messages, request.prefix_shares)
         temperature = self.temperature
         if request.variant > 0:
             temperature = max(temperature, self.reask_temperature)
         extra_body = {"grammar": answer_grammar(question)} if self.constrain_answers else None
         failure = _Failure("transient", "no attempt was made")
+        meter = open_meter()  # every response below is counted, failed attempts included
         budget = 1 if self._outage else self.max_attempts
         attempt = 0
         while attempt < budget:
@@ -195,7 +199,7 @@ class LiteLLMJudge:
                     self._outage, budget = False, self.max_attempts
                 tallied = _tally(question, replies, self.samples)
                 if isinstance(tallied, Answer):
-                    return tallied
+                    return attach_usage(tallied, meter)
                 failure = tallied
             if attempt < budget:
                 await asyncio.sleep(self._delay(attempt, failure.retry_after))
@@ -250,6 +254,7 @@ class LiteLLMJudge:
         # A backstop in case a provider ignores ``timeout`` (e.g. a stalled stream).
         async with asyncio.timeout(self.timeout + 1.0):
             response = await litellm.acompletion(**options)
+        note_response(litellm, self.model, response)
         return [_content(choice) for choice in response.choices]
 
     def _check_provider(self, litellm: Any) -> None:

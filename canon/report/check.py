@@ -67,6 +67,7 @@ def render_check(
     suite: str,
     path: str,
     results: Sequence[ArtifactResult] = (),
+    usage_line: str | None = None,
 ) -> str:
     """The human-readable check report, with the judge's reasons; it ends with the remedy."""
     c = comparison
@@ -111,6 +112,8 @@ def render_check(
     if c.notes:
         lines.append("notes:")
         lines.extend(f"  - {note}" for note in c.notes)
+    if usage_line is not None:
+        lines.append(usage_line)
     lines.append(remedy(c, baseline))
     return "\n".join(lines) + "\n"
 

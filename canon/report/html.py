@@ -7,8 +7,10 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from canon.core.compare import Comparison, Drift, Flip
 from canon.core.scoring import ArtifactResult, Cell, cell_label, fails_on_evidence, falls_short
+from canon.core.usage import format_cost
 from canon.report.junit import xml_safe
 from canon.runner import ScoringPlan
+from canon.spend import run_usage
 
 _STYLE = """
 body { font: 15px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 70rem;
@@ -120,11 +122,31 @@ def _summary(
         rows.append(("tolerance", f"{comparison.drift.tolerance:.3f}"))
     if elapsed is not None:
         rows.append(("time", f"{elapsed:.2f} s"))
+    rows.extend(_usage_rows(results))
     body = "".join(
         f'<tr><th>{_e(k)}</th><td id="summary-{_slug(k)}">{_e(v)}</td></tr>' for k, v in rows
     )
     tone = _BANNER_TONE[banner]
     return f'<p class="banner {tone}" id="banner">{banner}</p><table id="summary">{body}</table>'
+
+
+def _usage_rows(results: Sequence[ArtifactResult]) -> list[tuple[str, str]]:
+    """Judge calls, tokens and cost for the run and per question kind."""
+    summary = run_usage(results)
+    rows = []
+    for label, usage in [("judge usage", summary.run), *sorted(summary.by_kind.items())]:
+        name = label if label == "judge usage" else f"judge usage ({label} questions)"
+        cached = f", {usage.cached_tokens} cached" if usage.cached_tokens else ""
+        batch = f", {usage.batch_calls} at the batch price" if usage.batch_calls else ""
+        rows.append(
+            (
+                name,
+                f"{usage.calls} call(s){batch}; {usage.prompt_tokens} prompt{cached} + "
+                f"{usage.completion_tokens} completion tokens; cost {format_cost(usage.cost)}",
+            )
+        )
+    rows.append(("answers without a call", str(summary.reused)))
+    return rows
 
 
 def _comparison(comparison: Comparison) -> str:

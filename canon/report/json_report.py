@@ -7,6 +7,7 @@ from typing import Any
 
 from canon.core.scoring import ArtifactResult, Cell
 from canon.runner import ScoringPlan
+from canon.spend import run_usage
 
 
 def results_document(results: Sequence[ArtifactResult], plan: ScoringPlan) -> dict[str, Any]:
@@ -27,6 +28,7 @@ def results_document(results: Sequence[ArtifactResult], plan: ScoringPlan) -> di
             "non_canon": sum(not r.canon for r in results),
             "unscored_questions": sum(len(r.unscored) for r in results),
         },
+        "usage": run_usage(results).as_data(),
     }
 
 

@@ -16,6 +16,7 @@ from canon.core.scoring import (
     shortfalls,
 )
 from canon.runner import ScoringPlan
+from canon.spend import run_usage
 
 # Everything XML 1.0 has no way to express, even as a character reference: C0 controls
 # other than tab, newline and carriage return, lone surrogates, and U+FFFE/U+FFFF.
@@ -39,6 +40,7 @@ def junit_xml(
     root = ET.Element("testsuites")
     testsuite = ET.SubElement(root, "testsuite", name="canon")
     _properties(testsuite, plan, comparison)
+    _usage_properties(testsuite, results)
     classname = f"canon.{suite}"
     flips = _flips_by_key(comparison)
     for result in results:
@@ -66,6 +68,15 @@ def junit_xml(
         root.set(name, str(value))
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _usage_properties(testsuite: ET.Element, results: Sequence[ArtifactResult]) -> None:
+    """Tokens and cost, run-wide and per question kind ("unknown" when unpriceable)."""
+    properties = testsuite.find("properties")
+    if properties is None:
+        properties = ET.SubElement(testsuite, "properties")
+    for name, value in run_usage(results).properties().items():
+        ET.SubElement(properties, "property", name=name, value=xml_safe(value))
 
 
 def _properties(testsuite: ET.Element, plan: ScoringPlan, comparison: Comparison | None) -> None:

@@ -6,6 +6,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from canon.core.scoring import ArtifactResult, cell_label, reason_excerpt, shortfalls
+from canon.spend import run_usage
 
 LABEL_WIDTH = 100
 
@@ -47,6 +48,7 @@ def render_results(results: Sequence[ArtifactResult]) -> str:
     if unscored:
         summary += f", {unscored} unscored question(s)"
     lines.append(summary)
+    lines.append(run_usage(results).line())
     return "\n".join(lines) + "\n"
 
 

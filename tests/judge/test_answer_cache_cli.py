@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -52,7 +53,11 @@ def test_a_second_score_reuses_every_answer_and_no_cache_asks_again(project, fak
 
     second = _canon(project, fake_llm, "score", "--format", "json")
     assert second.returncode == 0, second.stderr
-    assert second.stdout == first.stdout
+    first_doc, second_doc = json.loads(first.stdout), json.loads(second.stdout)
+    first_usage, second_usage = first_doc.pop("usage"), second_doc.pop("usage")
+    assert second_doc == first_doc  # the same verdicts, and only the spending differs
+    assert (first_usage["calls"], second_usage["calls"]) == (10, 0)
+    assert second_usage["answers_without_call"] == 10
     assert len(fake_llm.requests) == 10
     assert "judge cache: 10 of 10 answer(s) reused" in second.stderr
 

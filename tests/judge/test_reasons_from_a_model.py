@@ -51,7 +51,8 @@ def test_the_judges_reason_for_a_violated_principle_is_in_text_junit_and_html(tm
     assert done.returncode == 0, done.stderr  # 8 of 9 scored questions: 0.889, still canon
     lines = done.stdout.splitlines()
     where = lines.index(
-        "    P2 0.00: Hand any refund above 200 EUR to a human agent instead of deciding it."
+        "    P2 [escalate-large-refunds] 0.00: Hand any refund above 200 EUR to a human agent "
+        "instead of deciding it."
     )
     assert lines[where + 1] == f"        judge: {WHY} ANSWER: no"
     case = ET.parse(project / "r.xml").getroot().find("testsuite/testcase")

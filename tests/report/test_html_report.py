@@ -113,8 +113,8 @@ def test_a_check_report_in_chromium_lists_the_flips(page, tmp_path, regressed):
         ".map((tr) => [...tr.cells].map((td) => td.textContent))"
     )
     assert [(f[0], f[1], f[5]) for f in flips] == [
-        ("fine", "P2", "confirmed - regression"),
-        ("also-fine", "P2", "unavailable"),
+        ("fine", "P2 [escalate-large-refunds]", "confirmed - regression"),
+        ("also-fine", "P2 [escalate-large-refunds]", "unavailable"),
     ]
     notes = page.evaluate(
         "[...document.querySelectorAll('ul.notes li')].map((li) => li.textContent)"

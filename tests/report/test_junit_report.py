@@ -72,6 +72,9 @@ def test_unscored_questions_are_an_error_never_a_pass(mixed, plan):
 def test_properties_record_rubric_judge_constitution_and_threshold(mixed, plan):
     suite = _suite(junit_xml(mixed, plan, suite="demo", elapsed=1.25))
     properties = {p.get("name"): p.get("value") for p in suite.iter("property")}
+    usage = {k: v for k, v in properties.items() if k and k.startswith("usage.")}
+    assert usage["usage.calls"] == "0"  # a scripted judge makes no model calls
+    properties = {k: v for k, v in properties.items() if k not in usage}
     assert properties == {
         "rubric.id": "cdt",
         "rubric.version": plan.rubric.version,

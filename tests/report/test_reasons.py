@@ -42,14 +42,15 @@ def test_the_text_report_gives_every_shortfall_its_reason_on_one_line(mixed):
     text = render_results(mixed)
     weak = text[text.index("NON-CANON 0.111  weak") :].split("\nNON-CANON")[0]
     for cell in shortfalls(_by_key(mixed, "weak")):
-        assert f"    {cell.id} 0.00: " in weak
+        shown = f"{cell.id} [{cell.question.principle}]" if cell.question.principle else cell.id
+        assert f"    {shown} 0.00: " in weak
         excerpt = reason_excerpt(cell)
         assert excerpt is not None and f"        judge: {excerpt}" in weak
         assert len(excerpt) <= 160 and "\n" not in excerpt and excerpt.endswith("…")
     # a principle is shown by its own text, not cut off just before it
     assert (
-        "    P2 0.00: Hand any refund above 200 EUR to a human agent instead of deciding it."
-        in weak
+        "    P2 [escalate-large-refunds] 0.00: Hand any refund above 200 EUR to a human agent "
+        "instead of deciding it." in weak
     )
     assert "judge: rate limited after 3 retries" in text  # the unscored cell's reason
     fine = text[text.index("fine") :].split("\n")[1]
@@ -128,7 +129,7 @@ def test_a_cell_without_a_reason_gets_no_reason_line(mixed):
     cell = score_cell(mission, Answer({"no": 1.0}))
     assert falls_short(cell) and reason_excerpt(cell) is None
     result = judge_verdict("k", [cell], threshold=0.85)
-    assert "judge" not in render_results([result])
+    assert "judge:" not in render_results([result])
     assert "judge's reason" not in failure_message(result)
 
 

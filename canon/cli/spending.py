@@ -1,0 +1,132 @@
+"""What the scoring commands share about spending: --estimate, --batch, and max_cost."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import click
+
+from canon.config import Config
+from canon.core.artifact import Artifact
+from canon.core.usage import total
+from canon.judge.cache import CachingJudge
+from canon.judge.sync import run_sync
+from canon.runner import ScoringPlan
+from canon.spend import BudgetJudge, estimate_run, model_judge, pending_requests, refuse_over_budget
+from canon.store import dump_json
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+_estimate_option = click.option(
+    "--estimate",
+    is_flag=True,
+    help="Print how many judge calls the run would make and what they would cost, then exit "
+    "0 without asking anything.",
+)
+_batch_option = click.option(
+    "--batch",
+    is_flag=True,
+    help="Ask through the provider's Batch API (cheaper, slower; resumable: run the command "
+    "again to pick up a batch already submitted). Same as judge_options: batch: true.",
+)
+
+
+def spending_options(command: F) -> F:
+    """Add --estimate and --batch to a command that scores a suite."""
+    return _estimate_option(_batch_option(command))
+
+
+def with_budget(config: Config, plan: ScoringPlan) -> ScoringPlan:
+    """The plan with the model judge held to ``max_cost`` (under the cache: hits are free)."""
+    if config.max_cost is None:
+        return plan
+    cached = plan.judge if isinstance(plan.judge, CachingJudge) else None
+    inner = cached.inner if cached is not None else plan.judge
+    judge = model_judge(inner)
+    if judge is None or judge is not inner:
+        return plan  # a scripted judge spends nothing
+    budget = BudgetJudge(judge, config.max_cost, config.source or "canon.yaml")
+    if cached is None:
+        return dataclasses.replace(plan, judge=budget)
+    return dataclasses.replace(plan, judge=CachingJudge(budget, cached.cache))
+
+
+def show_estimate(
+    config: Config,
+    plan: ScoringPlan,
+    artifacts: Sequence[Artifact],
+    *,
+    batch: bool,
+    output_format: str = "text",
+) -> None:
+    """Print the run's estimate (nothing is asked) and exit 0."""
+    estimate = estimate_run(plan, artifacts, batch=batch and _batchable(plan) is None)
+    if output_format == "json":
+        document = {"estimate": estimate.as_data(), "max_cost_usd": config.max_cost}
+        sys.stdout.write(dump_json(document))
+    else:
+        click.echo(estimate.line())
+        if config.max_cost is not None:
+            click.echo(f"max_cost in {config.source}: ${config.max_cost:.4f}")
+    sys.exit(0)
+
+
+def prepare_spending(
+    config: Config,
+    plan: ScoringPlan,
+    artifacts: Sequence[Artifact],
+    *,
+    batch: bool,
+    quiet: bool,
+) -> ScoringPlan:
+    """Refuse a run over budget before it spends; with batch mode, fill the cache by batch."""
+    use_batch = batch or config.batch
+    reason = _batchable(plan) if use_batch else None
+    if use_batch and reason is not None:
+        click.echo(f"canon: {reason}", err=True)  # said even when quiet: the price differs
+        use_batch = False
+    if config.max_cost is not None:
+        estimate = estimate_run(plan, artifacts, batch=use_batch)
+        refuse_over_budget(estimate, config.max_cost, config.source or "canon.yaml")
+    if not use_batch:
+        return plan
+    return _prefill_by_batch(plan, artifacts, quiet)
+
+
+def _batchable(plan: ScoringPlan) -> str | None:
+    """Why this plan cannot use batch mode, or None when it can."""
+    judge = model_judge(plan.judge)
+    if judge is None:
+        return f"batch mode needs a model judge, not {plan.judge.name}; answering as usual"
+    if not isinstance(plan.judge, CachingJudge):
+        return "batch mode writes into the answer cache, which is off; asking online instead"
+    from canon.judge.batch import batch_unsupported
+
+    return batch_unsupported(judge)
+
+
+def _prefill_by_batch(plan: ScoringPlan, artifacts: Sequence[Artifact], quiet: bool) -> ScoringPlan:
+    from canon.judge.batch import PrepaidJudge, run_batch
+
+    cached = plan.judge
+    judge = model_judge(cached)
+    assert isinstance(cached, CachingJudge) and judge is not None  # checked by _batchable
+    pending, _, _ = pending_requests(plan, artifacts)
+    requests = [(key, request) for key, request in pending if key is not None]
+    if not requests:
+        return plan
+
+    def say(text: str) -> None:
+        if not quiet:
+            click.echo(text, err=True)
+
+    outcome = run_sync(run_batch(judge, cached.cache, requests, on_progress=say))
+    click.echo(outcome.line(), err=True)
+    if isinstance(cached.inner, BudgetJudge):  # the online rest is held to what is left
+        cost = total(outcome.usage.values()).cost
+        cached.inner.spent += cost or 0.0
+    prepaid = PrepaidJudge(cached.inner, cached.cache, outcome.usage)
+    return dataclasses.replace(plan, judge=prepaid)

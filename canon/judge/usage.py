@@ -1,0 +1,140 @@
+"""Token and cost accounting for model judges, from litellm's own usage and price table.
+
+The litellm judge opens a *meter* for each question it answers and notes every response
+on it; the answer then carries what its calls spent. A contextvar carries the meter so the
+call path needs no extra parameters: each question runs in its own asyncio task, and a
+task's context is its own.
+
+A model litellm cannot price has an unknown cost (``None``), never 0.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import dataclasses
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from canon.core.scoring import Answer
+from canon.core.usage import Usage, total
+
+# A completion's length is not known before the call; a judge reply is a short reason and
+# one ANSWER line. Estimates use this unless max_tokens caps the reply lower.
+ESTIMATED_COMPLETION_TOKENS = 60
+
+_priced: dict[str, bool] = {}
+_meter: contextvars.ContextVar[list[Usage] | None] = contextvars.ContextVar(
+    "canon_usage_meter", default=None
+)
+
+
+def open_meter() -> list[Usage]:
+    """Start counting the calls made for one answer in the current task."""
+    meter: list[Usage] = []
+    _meter.set(meter)
+    return meter
+
+
+def note_response(litellm: Any, model: str, response: Any) -> None:
+    """Add one completion's usage to the current meter (if one is open)."""
+    meter = _meter.get()
+    if meter is not None:
+        meter.append(response_usage(litellm, model, response))
+
+
+def attach_usage(answer: Answer, meter: Sequence[Usage]) -> Answer:
+    """The answer carrying what its calls spent."""
+    return dataclasses.replace(answer, usage=total(meter))
+
+
+def response_usage(litellm: Any, model: str, response: Any, *, batch: bool = False) -> Usage:
+    """Tokens and cost of one completion (a litellm response or a raw OpenAI body)."""
+    usage = _get(response, "usage")
+    prompt = _count(_get(usage, "prompt_tokens"))
+    completion = _count(_get(usage, "completion_tokens"))
+    details = _get(usage, "prompt_tokens_details")
+    cached = _count(_get(details, "cached_tokens")) or _count(
+        _get(usage, "cache_read_input_tokens")
+    )
+    return Usage(
+        calls=1,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cached_tokens=cached,
+        cost=_cost(litellm, model, response, prompt, completion, batch),
+    )
+
+
+def priced(litellm: Any, model: str) -> bool:
+    """Whether litellm's price table knows ``model`` (looked up once per model)."""
+    if model not in _priced:
+        try:
+            info = litellm.get_model_info(model=model)
+        except Exception:  # litellm raises a plain Exception for an unmapped model
+            info = {}
+        _priced[model] = info.get("input_cost_per_token") is not None
+    return _priced[model]
+
+
+def price_of(
+    litellm: Any, model: str, prompt_tokens: int, completion_tokens: int, *, batch: bool = False
+) -> float | None:
+    """What litellm's price table charges for these tokens, or None when it cannot say."""
+    if not priced(litellm, model):
+        return None
+    try:
+        if batch:
+            from litellm.cost_calculator import batch_cost_calculator
+
+            usage = litellm.Usage(
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                total_tokens=prompt_tokens + completion_tokens,
+            )
+            with warnings.catch_warnings():  # litellm's pydantic deprecation noise, per call
+                warnings.simplefilter("ignore", DeprecationWarning)
+                prompt_cost, completion_cost = batch_cost_calculator(usage=usage, model=model)
+        else:
+            prompt_cost, completion_cost = litellm.cost_per_token(
+                model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+            )
+    except Exception:  # the table has the model but not these prices
+        return None
+    return float(prompt_cost) + float(completion_cost)
+
+
+def count_prompt_tokens(litellm: Any, model: str, messages: list[dict[str, str]]) -> int:
+    """The prompt's length in tokens by litellm's tokenizer for the model."""
+    return int(litellm.token_counter(model=model, messages=messages))
+
+
+def _cost(
+    litellm: Any,
+    model: str,
+    response: Any,
+    prompt: int,
+    completion: int,
+    batch: bool,
+) -> float | None:
+    if not priced(litellm, model):
+        return None
+    if batch or not hasattr(response, "choices") or isinstance(response, Mapping):
+        return price_of(litellm, model, prompt, completion, batch=batch)
+    try:
+        # litellm's own accounting: it knows cached-token discounts and per-provider rules
+        return float(litellm.completion_cost(completion_response=response, model=model))
+    except Exception:
+        return None
+
+
+def _get(value: Any, name: str) -> Any:
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        return value.get(name)
+    return getattr(value, name, None)
+
+
+def _count(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

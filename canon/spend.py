@@ -1,0 +1,251 @@
+"""Spending: what a run will cost before it starts, what it cost after, and a budget.
+
+The estimate walks the run the way scoring would, without asking anything: the
+deterministic gates decide which artifacts reach the judge, the answer cache which of their
+questions are already answered; every remaining question is one call, whose prompt litellm's
+tokenizer counts and whose price comes from litellm's price table.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from canon.core.artifact import Artifact
+from canon.core.scoring import Answer, ArtifactResult
+from canon.core.usage import UNKNOWN, UsageSummary, format_cost, summarize
+from canon.errors import BudgetExceededError, ConfigError
+from canon.judge.base import Judge, JudgeRequest
+from canon.judge.cache import CachingJudge, answer_key
+from canon.judge.usage import ESTIMATED_COMPLETION_TOKENS, count_prompt_tokens, price_of
+from canon.runner import ScoringPlan
+
+if TYPE_CHECKING:
+    from canon.judge.litellm_judge import LiteLLMJudge
+
+
+def run_usage(results: Sequence[ArtifactResult]) -> UsageSummary:
+    """What a scored run spent, in total and per question kind."""
+    return summarize(
+        (cell.question.kind, cell.usage)
+        for result in results
+        for cell in result.cells
+        if cell.state != "unscored"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """What a run would ask and spend, worked out without asking anything."""
+
+    judge: str
+    questions: int  # questions the run needs answered
+    calls: int  # of those, the ones the judge must be asked (not in the answer cache)
+    stopped: int  # artifacts a deterministic gate stops before the judge
+    prompt_tokens: int
+    completion_tokens: int  # an assumption: see ESTIMATED_COMPLETION_TOKENS
+    cost: float | None  # USD; None when litellm cannot price the model
+    batch: bool = False
+    scripted: bool = False  # a judge that is not a model (MockJudge): nothing to pay
+
+    @property
+    def cached(self) -> int:
+        """Questions the answer cache already holds."""
+        return self.questions - self.calls
+
+    def line(self) -> str:
+        """The estimate for people."""
+        price = " at the batch price" if self.batch else ""
+        if self.scripted:
+            return (
+                f"estimate: {self.judge} is a scripted judge: {self.questions} question(s) "
+                f"answered by its script, {self.stopped} artifact(s) stopped by a gate, no "
+                "model calls, cost $0.0000; nothing was asked"
+            )
+        return (
+            f"estimate: {self.calls} judge call(s) to {self.judge} ({self.cached} of "
+            f"{self.questions} question(s) already in the answer cache, {self.stopped} "
+            f"artifact(s) stopped by a gate), about {self.prompt_tokens} prompt + "
+            f"{self.completion_tokens} completion tokens, cost {format_cost(self.cost)}{price}; "
+            "nothing was asked"
+        )
+
+    def as_data(self) -> dict[str, Any]:
+        """The estimate as plain data, for ``--format json``."""
+        return {
+            "judge": self.judge,
+            "questions": self.questions,
+            "calls": self.calls,
+            "cached": self.cached,
+            "stopped_by_gates": self.stopped,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "completion_tokens_per_call_assumed": ESTIMATED_COMPLETION_TOKENS,
+            "cost_usd": UNKNOWN if self.cost is None else round(self.cost, 8),
+            "batch": self.batch,
+            "scripted": self.scripted,
+        }
+
+
+def model_judge(judge: Judge) -> LiteLLMJudge | None:
+    """The litellm judge behind any wrappers (cache, budget), or None for another judge."""
+    from canon.judge.litellm_judge import LiteLLMJudge
+
+    current: Any = judge
+    while not isinstance(current, LiteLLMJudge):
+        current = getattr(current, "inner", None)
+        if current is None:
+            return None
+    return current
+
+
+def pending_requests(
+    plan: ScoringPlan, artifacts: Sequence[Artifact]
+) -> tuple[list[tuple[str | None, JudgeRequest]], int, int]:
+    """The questions scoring would ask (cache key or None, request), the number already
+    cached, and the number of artifacts a gate stops."""
+    cache = plan.judge if isinstance(plan.judge, CachingJudge) else None
+    identity = dict(cache.inner.cache_identity()) if cache is not None else None
+    pending: list[tuple[str | None, JudgeRequest]] = []
+    seen: set[str] = set()
+    cached = stopped = 0
+    questions = plan.questions
+    for artifact in artifacts:
+        if any(gate(artifact).stops for gate in plan.gates):
+            stopped += 1
+            continue
+        for question in questions:
+            request = JudgeRequest(question, artifact, plan.constitution, plan.rubric.instructions)
+            if cache is None or identity is None:
+                pending.append((None, request))
+                continue
+            key = answer_key(identity, request)
+            if key in seen or cache.cache.get(key) is not None:
+                cached += 1  # a repeat within the run is answered once, then read back
+                continue
+            seen.add(key)
+            pending.append((key, request))
+    return pending, cached, stopped
+
+
+def estimate_run(
+    plan: ScoringPlan, artifacts: Sequence[Artifact], *, batch: bool = False
+) -> Estimate:
+    """How many calls a run would make and what they would cost, asking nothing."""
+    pending, cached, stopped = pending_requests(plan, artifacts)
+    judge = model_judge(plan.judge)
+    if judge is None:  # a scripted judge answers for free
+        questions = len(pending) + cached
+        return Estimate(plan.judge.name, questions, 0, stopped, 0, 0, 0.0, False, True)
+    from canon.judge.litellm_judge import load_litellm
+
+    litellm = load_litellm()
+    prompt_tokens = sum(
+        count_prompt_tokens(litellm, judge.model, call_messages(request)) for _, request in pending
+    )
+    completion_tokens = len(pending) * judge.samples * completion_guess(judge)
+    cost = price_of(litellm, judge.model, prompt_tokens, completion_tokens, batch=batch)
+    return Estimate(
+        judge.name,
+        len(pending) + cached,
+        len(pending),
+        stopped,
+        prompt_tokens,
+        completion_tokens,
+        cost,
+        batch,
+    )
+
+
+def call_messages(request: JudgeRequest) -> list[dict[str, str]]:
+    """The messages the judge sends for a request (as the online path renders them)."""
+    from canon.core.prompt import render_prompt
+
+    return render_prompt(
+        request.question,
+        request.artifact.text,
+        request.constitution,
+        request.instructions,
+        request.variant,
+    ).as_messages()
+
+
+def completion_guess(judge: LiteLLMJudge) -> int:
+    """The completion tokens an estimate assumes per sample."""
+    if judge.max_tokens is not None:
+        return min(judge.max_tokens, ESTIMATED_COMPLETION_TOKENS)
+    return ESTIMATED_COMPLETION_TOKENS
+
+
+def refuse_over_budget(estimate: Estimate, max_cost: float, source: object) -> None:
+    """Stop before spending when the estimate is over ``max_cost`` or cannot be priced."""
+    if estimate.calls == 0:
+        return
+    if estimate.cost is None:
+        raise ConfigError(
+            f"{source}: max_cost is set but litellm has no price for {estimate.judge}, so "
+            "the budget cannot be enforced; remove max_cost or use a model litellm can price"
+        )
+    if estimate.cost > max_cost:
+        raise BudgetExceededError(
+            f"the run would cost about {format_cost(estimate.cost)} for {estimate.calls} "
+            f"judge call(s), over max_cost {format_cost(max_cost)} in {source}; nothing was "
+            "spent; raise max_cost, score fewer artifacts, or use --batch where the provider "
+            "offers a batch price"
+        )
+
+
+class BudgetJudge:
+    """A judge that refuses a call that could take the run's spending past ``max_cost``.
+
+    Each call reserves its estimated cost before it starts (so concurrent calls cannot
+    together cross the line) and then books what it really cost.
+    """
+
+    def __init__(self, inner: LiteLLMJudge, max_cost: float, source: object) -> None:
+        self.inner = inner
+        self.max_cost = max_cost
+        self.source = source
+        self.spent = 0.0
+        self.calls = 0
+        self._reserved = 0.0
+
+    @property
+    def name(self) -> str:
+        """The inner judge's name."""
+        return self.inner.name
+
+    def cache_identity(self) -> dict[str, Any]:
+        """The inner judge's identity: the budget does not change answers."""
+        return self.inner.cache_identity()
+
+    async def answer(self, request: JudgeRequest) -> Answer:
+        """The inner judge's answer, unless asking could cross the budget."""
+        from canon.judge.litellm_judge import load_litellm
+
+        litellm = load_litellm()
+        judge = self.inner
+        prompt = count_prompt_tokens(litellm, judge.model, call_messages(request))
+        completion = judge.samples * completion_guess(judge)
+        guess = price_of(litellm, judge.model, prompt, completion)
+        guess = math.inf if guess is None else guess
+        if self.calls:  # calls so far say what a call really costs here; trust the larger
+            guess = max(guess, self.spent / self.calls)
+        if self.spent + self._reserved + guess > self.max_cost:
+            raise BudgetExceededError(
+                f"stopped before crossing max_cost {format_cost(self.max_cost)} in "
+                f"{self.source}: {self.calls} call(s) spent {format_cost(self.spent)} and the "
+                f"next would cost about {format_cost(guess)}; the answers paid for are in the "
+                "answer cache (a re-run reuses them); raise max_cost to finish the run"
+            )
+        self._reserved += guess
+        try:
+            answer = await judge.answer(request)
+        finally:
+            self._reserved -= guess
+        self.calls += 1
+        cost = answer.usage.cost if answer.usage is not None else None
+        self.spent += guess if cost is None else cost
+        return answer
