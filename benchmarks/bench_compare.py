@@ -15,7 +15,7 @@ from canon.core.baseline import baseline_from_data, baseline_from_results, basel
 from canon.core.compare import gate
 from canon.core.constitution import Constitution, Principle
 from canon.core.scoring import Answer, ArtifactResult, judge_verdict, score_cell
-from canon.core.significance import paired_drop_test
+from canon.core.significance import sign_flip_drop_test
 from canon.store import dump_json, load_rubric
 
 ARTIFACTS = 10_000
@@ -62,7 +62,7 @@ def main() -> None:
     baseline = baseline_from_results(
         accepted, rubric=rubric, judge="mock", constitution=constitution.digest, threshold=0.5
     )
-    paired_drop_test([0.9, 0.8], [0.7, 0.75])  # import scipy once, outside the timings
+    sign_flip_drop_test([0.9, 0.8], [0.7, 0.75])  # import numpy and scipy once, untimed
     comparison = gate(current, baseline, 0.5)
     print(
         f"compared {ARTIFACTS} artifacts x {len(questions)} questions: "

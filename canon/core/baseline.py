@@ -342,6 +342,9 @@ def recorded_question(record: ArtifactRecord, question: Question) -> QuestionRec
     if rows is None:
         return None
     if question.principle is not None:
+        same_place = rows.get(question.id)
+        if same_place is not None and same_place.principle == question.principle:
+            return same_place  # the common case: nothing was reordered
         for row in rows.values():
             if row.principle == question.principle:
                 return row

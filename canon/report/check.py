@@ -8,7 +8,7 @@ from typing import Any
 
 from canon.core.baseline import Baseline
 from canon.core.compare import REACCEPT, Comparison, Drift, Rate
-from canon.core.scoring import ArtifactResult, reason_excerpt, shortfalls
+from canon.core.scoring import ArtifactResult, Cell, reason_excerpt, shortfalls
 
 _FLIP_VERDICTS = {
     "pending": "REGRESSION (not re-asked)",
@@ -50,12 +50,12 @@ def _reason_lines(result: ArtifactResult | None, indent: str = "    ") -> list[s
     return lines
 
 
-def _flip_reason(results: Mapping[str, ArtifactResult], key: str, qid: str) -> str | None:
+def _flip_cell(results: Mapping[str, ArtifactResult], key: str, qid: str) -> Cell | None:
     result = results.get(key)
     if result is None:
         return None
     try:
-        return reason_excerpt(result.cell(qid))
+        return result.cell(qid)
     except KeyError:
         return None
 
@@ -96,7 +96,8 @@ def render_check(
                 f"  {f.key} {f.label}: {f.baseline_score:.2f} -> {f.score:.2f} over "
                 f"{f.asks} answer(s) - {_FLIP_VERDICTS[f.status]}: {f.text}"
             )
-            reason = _flip_reason(by_key, f.key, f.question)
+            cell = _flip_cell(by_key, f.key, f.question)
+            reason = None if cell is None else reason_excerpt(cell)
             if reason is not None and f.regression:
                 lines.append(f"    judge: {reason}")
     lines.extend(_drift_lines(c.drift))
@@ -224,7 +225,10 @@ def check_document(
             for n in c.non_canon
         ],
         "flips": [
-            {**dataclasses.asdict(f), "reason": _flip_rationale(by_key, f.key, f.question)}
+            {
+                **dataclasses.asdict(f),
+                "reason": getattr(_flip_cell(by_key, f.key, f.question), "rationale", None),
+            }
             for f in c.flips
         ],
         "drift": {
@@ -253,13 +257,3 @@ def check_document(
         "unscored_questions": c.unscored,
         "remedy": remedy(c, baseline),
     }
-
-
-def _flip_rationale(results: Mapping[str, ArtifactResult], key: str, qid: str) -> str | None:
-    result = results.get(key)
-    if result is None:
-        return None
-    try:
-        return result.cell(qid).rationale
-    except KeyError:
-        return None
