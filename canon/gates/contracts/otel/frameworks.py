@@ -21,6 +21,10 @@ DETECT_KEYS = frozenset(
         "traceloop.span.kind",
         "llm.request.type",
         "gen_ai.operation.name",
+        "entity.1.type",
+        "entity.2.type",
+        "monocle_apptrace.version",
+        "ai.operationId",
     }
 )
 
@@ -40,12 +44,25 @@ _SCOPE_HINTS = (
     ("llama_index", "llamaindex"),
     ("smolagents", "smolagents"),
     ("agno", "agno"),
+    ("claude_agent_sdk", "claude_agent_sdk"),
+    ("autogen", "autogen"),
 )
+# Monocle names the framework in its entity types: "agent.adk", "workflow.langgraph", ...
+_MONOCLE_FRAMEWORKS = {
+    "adk": "google_adk",
+    "crewai": "crewai",
+    "openai_agents": "openai_agents",
+    "langgraph": "langgraph",
+    "langchain": "langchain",
+    "microsoft": "microsoft_agent_framework",
+    "llamaindex": "llamaindex",
+}
 _PROVIDER_HINTS = {
     "strands-agents": "strands",
     "langgraph": "langgraph",
     "langchain": "langchain",
     "gcp.vertex.agent": "google_adk",
+    "autogen": "autogen",
 }
 
 
@@ -88,8 +105,19 @@ class FrameworkDetector:
             if hint:
                 self._found = hint
                 return
+        for key in ("entity.1.type", "entity.2.type"):
+            entity = attrs.get(key)
+            if isinstance(entity, str) and entity.startswith(("agent.", "workflow.")):
+                hint = _MONOCLE_FRAMEWORKS.get(entity.partition(".")[2])
+                if hint:
+                    self._found = hint
+                    return
         if not self._weak:
-            if "openinference.span.kind" in attrs:
+            if "monocle_apptrace.version" in attrs:
+                self._weak = "monocle"
+            elif "ai.operationId" in attrs:
+                self._weak = "vercel_ai"
+            elif "openinference.span.kind" in attrs:
                 self._weak = "openinference"
             elif "traceloop.span.kind" in attrs or "llm.request.type" in attrs:
                 self._weak = "openllmetry"

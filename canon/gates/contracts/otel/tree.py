@@ -14,7 +14,7 @@ is only where the run's request, answer and id are looked up first: it stays a s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import compress
 from operator import not_
 
@@ -72,3 +72,66 @@ def _subtree_size(span_id: str, children: dict[str, list[str]]) -> int:
                 seen.add(child)
                 stack.append(child)
     return len(seen) - 1
+
+
+def repeated_tool_calls(
+    names: Sequence[str],
+    kinds: Sequence[str],
+    span_ids: Sequence[str],
+    parent_ids: Sequence[str],
+    intervals: Callable[[int], tuple[int, int]],
+) -> list[int]:
+    """Positions (start order) of tool-call spans that repeat an earlier call of the same tool.
+
+    Two spans of one call: an MCP request under the tool span that sent it (Monocle), or two
+    instrumentations recording it in trees of their own (ADK's spans beside Monocle's), which
+    then overlap in time. Parallel calls of one tool in one tree are separate calls.
+    ``intervals(position)`` gives a span's ``(start, end)``; it is asked only for repeats.
+    """
+    seen: dict[str, list[int]] = {}
+    for position, kind in enumerate(kinds):
+        if kind == "tool_call":
+            seen.setdefault(names[position], []).append(position)
+    groups = [positions for positions in seen.values() if len(positions) > 1]
+    if not groups:
+        return []
+    at = {span_id: position for position, span_id in enumerate(span_ids) if span_id}
+    repeats: list[int] = []
+    for positions in groups:
+        kept: list[int] = []
+        for position in positions:
+            if any(_same_call(earlier, position, at, parent_ids, intervals) for earlier in kept):
+                repeats.append(position)
+            else:
+                kept.append(position)
+    return sorted(repeats)
+
+
+def _same_call(
+    first: int,
+    second: int,
+    at: dict[str, int],
+    parent_ids: Sequence[str],
+    intervals: Callable[[int], tuple[int, int]],
+) -> bool:
+    chain_first = _ancestors(first, at, parent_ids)
+    chain_second = _ancestors(second, at, parent_ids)
+    if first in chain_second or second in chain_first:
+        return True
+    if chain_first[-1] == chain_second[-1]:
+        return False  # one tree: parallel calls of the same tool
+    start_a, end_a = intervals(first)
+    start_b, end_b = intervals(second)
+    return start_a <= max(end_b, start_b) and start_b <= max(end_a, start_a)
+
+
+def _ancestors(position: int, at: dict[str, int], parent_ids: Sequence[str]) -> list[int]:
+    """``position`` and its ancestors in the file, nearest first (the top span last)."""
+    chain = [position]
+    seen = {position}
+    while True:
+        parent = at.get(parent_ids[chain[-1]])
+        if parent is None or parent in seen:
+            return chain
+        chain.append(parent)
+        seen.add(parent)
