@@ -62,7 +62,8 @@ def parse_trace_text(text: str, *, source: str = "<trace>") -> object:
                 documents.append(json.loads(line))
             except (ValueError, RecursionError):
                 raise TraceError(
-                    f"{source}: not JSON: {first_error.msg} at line {first_error.lineno} "
+                    f"{source}: not a trace: not JSON: {first_error.msg} at line "
+                    f"{first_error.lineno} "
                     f"column {first_error.colno}, and line {number} is not a JSON document "
                     "either; expected an OTLP/Jaeger JSON export or OTLP JSON lines"
                 ) from first_error
@@ -103,6 +104,14 @@ def normalize_trace(
         else:
             input_text = None
     output_text = _safe(answer_text, root) or final_output_text(batch.final_output)
+    if output_text is None and span_ids[root_at]:
+        # a wrapper root (Monocle's "workflow"): the agent run right under it answers
+        root_id = span_ids[root_at]
+        for position in range(len(kinds) - 1, -1, -1):
+            if parent_ids[position] == root_id and kinds[position] == "agent":
+                output_text = _safe(answer_text, spans.decoded(order[position]))
+                if output_text:
+                    break
     if output_text is None:
         for position in range(len(kinds) - 1, -1, -1):
             if kinds[position] in _ANSWER_KINDS:

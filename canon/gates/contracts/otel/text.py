@@ -120,10 +120,12 @@ def answer_text(span: RawSpan) -> str | None:
         return vercel
     for event in reversed(span.events):
         if event.name == "data.output":  # Monocle
-            response = event.attributes.get("response", event.attributes.get("output"))
-            if isinstance(response, str) and response.strip():
-                if not isinstance(parse_json_text(response), (dict, list)):
-                    return response
+            found = _monocle_text(
+                event.attributes.get("response", event.attributes.get("output")),
+                ("assistant", "ai"),
+            )
+            if found:
+                return found
     return None
 
 
@@ -289,16 +291,25 @@ def _wrapped_text(value: object, roles: frozenset[str]) -> str | None:
 
 
 def _monocle_request(value: object) -> str | None:
-    """The user's text in a Monocle ``data.input`` event: plain text or ``{"user": ...}``."""
+    """The user's text in a Monocle ``data.input`` event."""
     items = value if isinstance(value, list) else [value]
     for item in reversed(items):
-        parsed = parse_json_text(item)
-        if isinstance(parsed, str) and parsed.strip():
-            return parsed
-        if isinstance(parsed, dict):
-            user = parsed.get("user", parsed.get("human"))
-            if isinstance(user, str) and user.strip():
-                return user
+        found = _monocle_text(item, ("user", "human"))
+        if found:
+            return found
+    return None
+
+
+def _monocle_text(value: object, roles: tuple[str, str]) -> str | None:
+    """Monocle message text: plain (or JSON-quoted) text, or ``{"<role>": text}``."""
+    parsed = parse_json_text(value)
+    if isinstance(parsed, str):
+        return parsed if parsed.strip() else None
+    if isinstance(parsed, dict):
+        for role in roles:
+            text = parsed.get(role)
+            if isinstance(text, str) and text.strip():
+                return text
     return None
 
 
