@@ -105,9 +105,12 @@ def unwrap_arguments(value: object) -> Any:
         if "input_str" in parsed and "inputs" in parsed:
             return parsed["inputs"]
         kwargs = parsed.get("kwargs")
-        if isinstance(kwargs, dict) and set(parsed) <= {"args", "kwargs"}:
-            if not parsed.get("args"):
-                return kwargs
+        if (
+            isinstance(kwargs, dict)
+            and set(parsed) <= {"args", "kwargs"}
+            and not parsed.get("args")
+        ):
+            return kwargs
     return parsed
 
 

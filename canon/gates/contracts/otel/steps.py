@@ -239,7 +239,7 @@ def _ids(raw: list[Any]) -> list[str]:
         if (
             packed.count(b"\t") == len(raw) - 1  # no id holds the separator itself
             and packed.replace(b"\t", b"").isalnum()
-            and packed.islower()  # upper-case hex is lower-cased by normalize_id
+            and packed == packed.lower()  # upper-case hex is lower-cased by normalize_id
             and _ZERO_IDS.isdisjoint(raw)  # (so no id is empty either)
             and (
                 # hex ids hold no "x" at all, which rules a "0x" prefix out at memchr speed

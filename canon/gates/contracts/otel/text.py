@@ -57,10 +57,13 @@ def request_text(span: RawSpan) -> str | None:
             if found:
                 return found
     raw_input = attrs.get("input.value")
-    if isinstance(raw_input, str) and raw_input.strip():
-        # a JSON envelope with no message in it is not the request: look further
-        if not isinstance(parse_json_text(raw_input), (dict, list)):
-            return raw_input
+    # a JSON envelope with no message in it is not the request: look further
+    if (
+        isinstance(raw_input, str)
+        and raw_input.strip()
+        and not isinstance(parse_json_text(raw_input), (dict, list))
+    ):
+        return raw_input
     for event in span.events:
         if event.name == "data.input":  # Monocle
             found = _monocle_request(event.attributes.get("input"))

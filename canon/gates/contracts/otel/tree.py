@@ -81,57 +81,63 @@ def repeated_tool_calls(
     parent_ids: Sequence[str],
     intervals: Callable[[int], tuple[int, int]],
 ) -> list[int]:
-    """Positions (start order) of tool-call spans that repeat an earlier call of the same tool.
+    """Positions (start order) of tool-call spans that repeat a call of the same tool.
 
-    Two spans of one call: an MCP request under the tool span that sent it (Monocle), or two
-    instrumentations recording it in trees of their own (ADK's spans beside Monocle's), which
-    then overlap in time. Parallel calls of one tool in one tree are separate calls.
-    ``intervals(position)`` gives a span's ``(start, end)``; it is asked only for repeats.
+    Two spans of one call: an MCP request right under the tool span that sent it (Monocle:
+    its child, or grandchild through a session span), or two instrumentations recording it
+    in trees of their own (ADK's spans beside Monocle's), which then overlap in time.
+    Parallel calls of one tool in one tree are separate calls. ``intervals(position)``
+    gives a span's ``(start, end)``; it is asked only when the file holds several trees.
     """
-    seen: dict[str, list[int]] = {}
-    for position, kind in enumerate(kinds):
-        if kind == "tool_call":
-            seen.setdefault(names[position], []).append(position)
-    groups = [positions for positions in seen.values() if len(positions) > 1]
-    if not groups:
-        return []
-    at = {span_id: position for position, span_id in enumerate(span_ids) if span_id}
+    tools = list(compress(range(len(kinds)), map("tool_call".__eq__, kinds)))
+    called = list(map(names.__getitem__, tools))
+    if len(set(called)) == len(called):
+        return []  # every tool called once: the common case costs one set
+    tool_names = dict(zip(tools, called, strict=True))
+    at = dict(zip(span_ids, range(len(span_ids)), strict=True))
+    at.pop("", None)
+    several_trees = sum(map(not_, map(at.__contains__, parent_ids))) > 1
+    if not several_trees:
+        # the usual shape, checked in C: no tool call sits within two spans under a tool
+        parents = set(map(at.get, map(parent_ids.__getitem__, tools)))
+        parents.discard(None)
+        grandparents = set(map(at.get, map(parent_ids.__getitem__, parents)))  # type: ignore[arg-type]
+        if tool_names.keys().isdisjoint(parents) and tool_names.keys().isdisjoint(grandparents):
+            return []
+    kept: dict[str, dict[int, list[int]]] = {}  # tool name -> top span -> kept calls
     repeats: list[int] = []
-    for positions in groups:
-        kept: list[int] = []
-        for position in positions:
-            if any(_same_call(earlier, position, at, parent_ids, intervals) for earlier in kept):
-                repeats.append(position)
-            else:
-                kept.append(position)
-    return sorted(repeats)
+    for position in tools:
+        name = tool_names[position]
+        parent = at.get(parent_ids[position])
+        if parent is not None and (
+            tool_names.get(parent) == name or tool_names.get(at.get(parent_ids[parent], -1)) == name
+        ):
+            repeats.append(position)
+            continue
+        if not several_trees:
+            continue
+        top = _top(position, at, parent_ids)
+        trees = kept.setdefault(name, {})
+        elsewhere = [other for tree, calls in trees.items() if tree != top for other in calls]
+        if elsewhere and any(
+            _overlap(intervals(other), intervals(position)) for other in elsewhere
+        ):
+            repeats.append(position)
+            continue
+        trees.setdefault(top, []).append(position)
+    return repeats
 
 
-def _same_call(
-    first: int,
-    second: int,
-    at: dict[str, int],
-    parent_ids: Sequence[str],
-    intervals: Callable[[int], tuple[int, int]],
-) -> bool:
-    chain_first = _ancestors(first, at, parent_ids)
-    chain_second = _ancestors(second, at, parent_ids)
-    if first in chain_second or second in chain_first:
-        return True
-    if chain_first[-1] == chain_second[-1]:
-        return False  # one tree: parallel calls of the same tool
-    start_a, end_a = intervals(first)
-    start_b, end_b = intervals(second)
-    return start_a <= max(end_b, start_b) and start_b <= max(end_a, start_a)
-
-
-def _ancestors(position: int, at: dict[str, int], parent_ids: Sequence[str]) -> list[int]:
-    """``position`` and its ancestors in the file, nearest first (the top span last)."""
-    chain = [position]
+def _top(position: int, at: dict[str, int], parent_ids: Sequence[str]) -> int:
+    """The top span of the tree ``position`` is in."""
     seen = {position}
     while True:
-        parent = at.get(parent_ids[chain[-1]])
+        parent = at.get(parent_ids[position])
         if parent is None or parent in seen:
-            return chain
-        chain.append(parent)
+            return position
         seen.add(parent)
+        position = parent
+
+
+def _overlap(first: tuple[int, int], second: tuple[int, int]) -> bool:
+    return first[0] <= max(first[1], second[0]) and second[0] <= max(second[1], first[0])

@@ -83,7 +83,11 @@ def test_monocle_mcp_child_does_not_count_its_tool_call_twice() -> None:
     execution = normalize_trace(_json(REAL / "monocle/test_openai_agents_sdk.json"))
     calls = [s for s in execution.steps if s.kind == "tool_call"]
     assert [s.name for s in calls] == ["get_weather"] * 3
-    assert [s.inputs for s in calls] == [{"city": "New York"}, {"city": "London"}, {"city": "Tokyo"}]
+    assert [s.inputs for s in calls] == [
+        {"city": "New York"},
+        {"city": "London"},
+        {"city": "Tokyo"},
+    ]
     assert calls[0].outputs == {"temperature": 50}
     mcp = [s for s in execution.steps if s.attributes.get("span.type") == "agentic.mcp.invocation"]
     assert len(mcp) == 3 and {s.kind for s in mcp} == {"custom"}
