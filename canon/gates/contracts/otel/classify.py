@@ -188,6 +188,15 @@ def _tool_name(preferred: object, span_name: str, hot: Mapping[str, Any]) -> str
     return span_name
 
 
+def step_name_for(name: str) -> str:
+    """The step name a contract's ``name`` refers to: a raw tool span name means its tool.
+
+    ``lookup_x.tool``, ``execute_tool lookup_x`` and ``running tool: lookup_x`` are always
+    classified as a tool call named ``lookup_x``, so no step ever carries those names.
+    """
+    return _tool_from_span_name(name) or name
+
+
 def _tool_from_span_name(name: str) -> str:
     """Tool name from ``execute_tool X``, ``running tool: X`` or a legacy ``X.tool`` name."""
     if name.startswith("execute_tool "):
