@@ -213,24 +213,46 @@ def _print_stats(stats: MonitorStats) -> None:
 
 
 @contract.command("monitor")
-@click.argument("watch_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.argument(
+    "watch_dir", required=False, type=click.Path(path_type=Path, file_okay=False, exists=True)
+)
 @click.option("--contract", "contract_ref", required=True, help="Contract file or template name.")
 @click.option("--output-dir", type=click.Path(path_type=Path), required=True, help="Audit records.")
+@click.option(
+    "--cloudwatch-log-group",
+    "log_group",
+    help="Poll this CloudWatch Logs group of spans (e.g. aws/spans) instead of WATCH_DIR.",
+)
+@click.option("--region", help="AWS region of the log group (default: the AWS configuration).")
 @click.option("--source-map", type=click.Path(path_type=Path), help="JSON/YAML tool → source map.")
 @click.option("--metadata", "pairs", multiple=True, help="key=value added to every execution.")
 @click.option("--poll-interval", type=float, default=5.0, show_default=True, help="Seconds.")
 @click.option("--max-polls", type=int, default=None, help="Stop after this many polls.")
 @reports_errors
 def monitor(
-    watch_dir: Path,
+    watch_dir: Path | None,
     contract_ref: str,
     output_dir: Path,
+    log_group: str | None,
+    region: str | None,
     source_map: Path | None,
     pairs: tuple[str, ...],
     poll_interval: float,
     max_polls: int | None,
 ) -> None:
-    """Validate traces already in WATCH_DIR and each new one; Ctrl-C stops."""
+    """Validate traces in WATCH_DIR (or a CloudWatch log group) as they come; Ctrl-C stops.
+
+    With --cloudwatch-log-group, spans are grouped into traces and each completed trace is
+    validated once; the traces already validated are remembered across restarts in
+    OUTPUT_DIR/.canon-cloudwatch-state.json. Needs boto3: pip install
+    "canon-testing[cloudwatch]".
+    """
+    if (watch_dir is None) == (log_group is None):
+        raise UsageError(
+            "canon contract monitor: give either WATCH_DIR or --cloudwatch-log-group NAME"
+        )
+    if region is not None and log_group is None:
+        raise UsageError("canon contract monitor: --region goes with --cloudwatch-log-group")
     loaded = load_contract_file(contract_ref)
 
     def announce(record: AuditRecord) -> None:
@@ -238,14 +260,19 @@ def monitor(
         click.echo(f"{verdict.status.upper():<5} {record.trace}")
         click.echo("\n".join(_violation_lines(verdict)))
 
-    stats = monitor_directory(
-        loaded,
-        watch_dir,
-        output_dir=output_dir,
-        poll_interval=poll_interval,
-        metadata=parse_metadata(pairs) or None,
-        source_map=_source_map(source_map),
-        on_violation=announce,
-        max_polls=max_polls,
-    )
+    options: dict[str, Any] = {
+        "output_dir": output_dir,
+        "poll_interval": poll_interval,
+        "metadata": parse_metadata(pairs) or None,
+        "source_map": _source_map(source_map),
+        "on_violation": announce,
+        "max_polls": max_polls,
+    }
+    if log_group is not None:
+        from canon.cloudwatch import monitor_cloudwatch
+
+        stats = monitor_cloudwatch(loaded, log_group, region=region, **options)
+    else:
+        assert watch_dir is not None
+        stats = monitor_directory(loaded, watch_dir, **options)
     _print_stats(stats)

@@ -209,13 +209,6 @@ class _Collector:
         if not isinstance(name, str) or not name.strip():
             self.reject(span)
             return
-        if "spanId" in span and "startTimeUnixNano" in span:
-            self.add(otlp_raw_span(span, scope, self.count))
-            return
-        trace_id, span_id, parent, start, end = _sdk_fields(span)
-        if not normalize_id(span_id) and not to_nanos(start):
-            self.reject(span)  # a span needs an id or a start time besides its name
-            return
         own_resource = span.get("resource")
         if isinstance(own_resource, dict):
             self.resource.update(decode_kv_list(own_resource.get("attributes")))
@@ -228,6 +221,13 @@ class _Collector:
             )
             if isinstance(own_scope, dict):
                 scope = _text(own_scope.get("name"))
+        if "spanId" in span and "startTimeUnixNano" in span:
+            self.add(otlp_raw_span(span, scope, self.count))
+            return
+        trace_id, span_id, parent, start, end = _sdk_fields(span)
+        if not normalize_id(span_id) and not to_nanos(start):
+            self.reject(span)  # a span needs an id or a start time besides its name
+            return
         events = span.get("events")
         self.add(
             _new_span(
