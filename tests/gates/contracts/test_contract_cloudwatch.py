@@ -205,8 +205,10 @@ def test_without_boto3_the_command_names_the_install_line(
     contract.write_text(CONTRACT)
     result = CliRunner().invoke(
         cli,
-        ["contract", "monitor", "--contract", str(contract), "--output-dir", str(tmp_path)]
-        + ["--cloudwatch-log-group", GROUP],
+        [
+            *("contract", "monitor", "--contract", str(contract)),
+            *("--output-dir", str(tmp_path), "--cloudwatch-log-group", GROUP),
+        ],
     )
     assert result.exit_code == 2
     assert 'pip install "canon-testing[cloudwatch]"' in result.output
@@ -231,9 +233,19 @@ def test_the_command_stops_cleanly_on_sigint(
     contract.write_text(CONTRACT)
     out = tmp_path / "audit"
     process = subprocess.Popen(
-        [sys.executable, "-m", "canon.cli", "contract", "monitor", "--contract", str(contract)]
-        + ["--output-dir", str(out), "--cloudwatch-log-group", group, "--region", "us-east-1"]
-        + ["--poll-interval", "0.2"],
+        [
+            *(
+                sys.executable,
+                "-m",
+                "canon.cli",
+                "contract",
+                "monitor",
+                "--contract",
+                str(contract),
+            ),
+            *("--output-dir", str(out), "--cloudwatch-log-group", group, "--region", "us-east-1"),
+            *("--poll-interval", "0.2"),
+        ],
         env={**os.environ, **aws_env},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,

@@ -74,7 +74,8 @@ constraints:
     when: {metadata: {flags: [pep, sanctions]}}
 """
     )
-    assert validate(contract, make_execution("x", metadata={"flags": ["pep", "sanctions"]})).status == "fail"
+    both = make_execution("x", metadata={"flags": ["pep", "sanctions"]})
+    assert validate(contract, both).status == "fail"
     assert validate(contract, make_execution("x", metadata={"flags": ["pep"]})).status == "pass"
 
 
@@ -95,7 +96,10 @@ constraints:
     assert validate(contract, make_execution("lookup")).status == "pass"
 
 
-@pytest.mark.parametrize("raw", ["lookup_x.tool", "execute_tool lookup_x", "running tool: lookup_x"])
+RAW_NAMES = ["lookup_x.tool", "execute_tool lookup_x", "running tool: lookup_x"]
+
+
+@pytest.mark.parametrize("raw", RAW_NAMES)
 def test_a_raw_span_name_matches_the_normalized_tool_step(make_execution: Build, raw: str) -> None:
     contract = load_contract(
         f"""
