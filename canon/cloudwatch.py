@@ -4,9 +4,10 @@ CloudWatch Transaction Search (and the ADOT collector) writes one span per log e
 JSON, to the ``aws/spans`` group; other groups holding span JSON work the same way. The
 monitor polls the group, groups spans by trace id, and validates a trace once it is
 *complete*: its root span (no parent) has arrived and a whole poll brought no new span
-for it (a trace whose root lives in another service: three quiet polls). Each trace
-is validated once: the ids already validated and where to resume reading are kept in a state file next to the audit records, so a restart neither skips
-nor repeats a trace. ``boto3`` is imported only here, only when the monitor starts.
+for it (a trace whose root lives in another service: three quiet polls). Each trace is
+validated once: the ids already validated and where to resume reading are kept in a
+state file next to the audit records, so a restart neither skips nor repeats a trace.
+``boto3`` is imported only here, only when the monitor starts.
 """
 
 from __future__ import annotations

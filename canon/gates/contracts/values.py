@@ -2,9 +2,10 @@
 
 A YAML scalar or list matches by typed equality: ``true`` is not ``"true"`` and ``1`` is
 not ``True``, but ``85`` equals ``85.0``; a list equals a list of the same items in
-order. A mapping of operators (``gte: 70``, ``not_in: [a, b]``, ``numeric: false``) compares instead; numeric operators also read
-numeric strings, because OTLP exports carry 64-bit integers as strings. ``not_in`` and
-``numeric`` never hold for an absent or blank value: unknown is not "outside the list".
+order. A mapping of operators (``gte: 70``, ``not_in: [a, b]``, ``numeric: false``)
+compares instead; numeric operators also read numeric strings, because OTLP exports
+carry 64-bit integers as strings. ``not_in`` and ``numeric`` never hold for an absent or
+blank value: unknown is not "outside the list".
 """
 
 from __future__ import annotations
