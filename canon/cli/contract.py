@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,14 @@ def parse_metadata(pairs: tuple[str, ...]) -> dict[str, Any]:
             value = text
         metadata[key] = value if value is None or isinstance(value, str | int | float) else text
     return metadata
+
+
+def _same_file(left: Path, right: Path) -> bool:
+    """True when both paths name one file (through symlinks or relative paths alike)."""
+    try:
+        return os.path.samefile(left, right)
+    except OSError:  # the output does not exist yet
+        return os.path.realpath(left) == os.path.realpath(right)
 
 
 def expand_traces(patterns: tuple[str, ...]) -> list[Path]:
@@ -154,6 +163,12 @@ def generate(
         raise UsageError(
             f"--traces matches {len(paths)} files; generate from exactly one golden trace"
         )
+    for given, what in ((paths[0], "golden trace"), (source_map, "source map")):
+        if output is not None and given is not None and _same_file(output, given):
+            raise UsageError(
+                f"--output {output} is the {what} {given}, which would be overwritten; "
+                "choose another path"
+            )
     execution = read_trace(paths[0])
     generated = generate_contract(
         execution, name=name, version=version, source_map=_source_map(source_map)

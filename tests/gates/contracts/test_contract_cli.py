@@ -186,6 +186,38 @@ def test_generate_prints_yaml_without_output_and_refuses_several_golden_files():
     assert several.exit_code == 2 and "exactly one" in several.stderr
 
 
+@pytest.mark.parametrize("how", ["same path", "relative path", "symlink"])
+def test_generate_refuses_to_overwrite_its_own_golden_trace(tmp_path, monkeypatch, how):
+    golden = tmp_path / "golden.json"
+    shutil.copy(ABC / "valid_claim.json", golden)
+    before = golden.read_bytes()
+    output = str(golden)
+    if how == "relative path":
+        monkeypatch.chdir(tmp_path / ".")
+        (tmp_path / "sub").mkdir()
+        output = "sub/../golden.json"
+    elif how == "symlink":
+        (tmp_path / "link.json").symlink_to(golden)
+        output = str(tmp_path / "link.json")
+    result = _invoke("generate", "--traces", str(golden), "--output", output)
+    assert result.exit_code == 2
+    assert "is the golden trace" in result.stderr and "would be overwritten" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert golden.read_bytes() == before
+
+
+def test_generate_refuses_to_overwrite_its_source_map(tmp_path):
+    source_map = tmp_path / "map.json"
+    source_map.write_text('{"lookup_formulary": {"source_name": "formulary-db"}}')
+    result = _invoke(
+        "generate",
+        *("--traces", str(ABC / "valid_claim.json"), "--source-map", str(source_map)),
+        *("--output", str(source_map)),
+    )
+    assert result.exit_code == 2 and "is the source map" in result.stderr
+    assert "formulary-db" in source_map.read_text()
+
+
 def test_templates_lists_the_bundled_contracts():
     result = _invoke("templates")
     assert result.exit_code == 0
