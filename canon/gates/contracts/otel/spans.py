@@ -9,13 +9,18 @@ or one trace object), a plain span list or ``{"spans": [...]}`` in OTLP or OTel-
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from itertools import repeat
 from typing import Any, NamedTuple
 
 from canon.gates.contracts.execution import StepStatus
 from canon.gates.contracts.otel.errors import TraceError
+from canon.gates.contracts.otel.shapes import (
+    jaeger_parent,
+    json_object,
+    process_attributes,
+    sdk_fields,
+)
 from canon.gates.contracts.otel.values import (
     decode_jaeger_tags,
     decode_kv_list,
@@ -126,7 +131,7 @@ class _Collector:
         if isinstance(raw, list):
             for position, item in enumerate(raw):
                 if isinstance(item, str):
-                    item = _json_object(item)  # a span written as JSON text (any-agent)
+                    item = json_object(item)  # a span written as JSON text (any-agent)
                 if isinstance(item, dict) and any(k in item for k in _JAEGER_MARKERS):
                     self.jaeger_span(item)  # a bare array of Jaeger spans
                 elif isinstance(item, dict) and not _looks_like_span(item):
@@ -224,7 +229,7 @@ class _Collector:
         if "spanId" in span and "startTimeUnixNano" in span:
             self.add(otlp_raw_span(span, scope, self.count))
             return
-        trace_id, span_id, parent, start, end = _sdk_fields(span)
+        trace_id, span_id, parent, start, end = sdk_fields(span)
         if not normalize_id(span_id) and not to_nanos(start):
             self.reject(span)  # a span needs an id or a start time besides its name
             return
@@ -262,7 +267,7 @@ class _Collector:
         procs = processes if isinstance(processes, dict) else {}
         for process in procs.values():
             if isinstance(process, dict):
-                self.resource.update(_process_attributes(process))
+                self.resource.update(process_attributes(process))
         spans = trace.get("spans")
         if not isinstance(spans, list):
             return
@@ -282,14 +287,14 @@ class _Collector:
         logs = span.get("logs")
         process = span.get("process")
         if isinstance(process, dict):  # a bare Jaeger span carries its own process
-            self.resource.update(_process_attributes(process))
+            self.resource.update(process_attributes(process))
         self.add(
             RawSpan(
                 self.count,
                 _text(span.get("operationName")),
                 normalize_id(span.get("traceID"), 32),
                 normalize_id(span.get("spanID")),
-                normalize_id(_jaeger_parent(span)),
+                normalize_id(jaeger_parent(span)),
                 start,
                 end,
                 status,
@@ -360,42 +365,8 @@ def _all_plain_otlp(spans: list[Any]) -> bool:
         return False
 
 
-def _sdk_fields(span: dict[str, Any]) -> tuple[object, object, object, object, object]:
-    """Ids and times of a span written by an OTel SDK (or any other camel/snake mix)."""
-    get = span.get
-    context = get("context") or get("spanContext")  # Python SDK, JS SDK
-    ctx = context if isinstance(context, dict) else {}
-    trace_id = get("traceId") or get("trace_id") or ctx.get("trace_id") or ctx.get("traceId")
-    span_id = get("spanId") or get("span_id") or ctx.get("span_id") or ctx.get("spanId")
-    parent: object = get("parentSpanId")
-    if parent is None:
-        parent = get("parent_span_id") or get("parent_id") or get("parent")
-        if parent is None:
-            parent = get("parentSpanContext")  # JS SDK 2.x
-        if isinstance(parent, dict):
-            parent = parent.get("span_id") or parent.get("spanId")
-    start = get("startTimeUnixNano")
-    if start is None:
-        start = get("start_time_unix_nano") or get("start_time") or get("startTime")
-    end = get("endTimeUnixNano")
-    if end is None:
-        end = get("end_time_unix_nano") or get("end_time") or get("endTime")
-    return trace_id, span_id, parent, start, end
-
-
 def _looks_like_span(item: dict[str, Any]) -> bool:
     return any(key in item for key in _SPAN_MARKERS) and not any(k in item for k in _OTLP_KEYS)
-
-
-def _json_object(text: str) -> object:
-    """The JSON object a span list item holds as text, or the text itself."""
-    stripped = text.lstrip()
-    if not stripped.startswith("{"):
-        return text
-    try:
-        return json.loads(stripped)
-    except (ValueError, RecursionError):
-        return text
 
 
 def _text(value: object) -> str:
@@ -427,23 +398,3 @@ def _jaeger_events(logs: object) -> tuple[RawEvent, ...]:
             fields = decode_jaeger_tags(log.get("fields"))
             out.append(RawEvent(_text(fields.get("event")), fields))
     return tuple(out)
-
-
-def _jaeger_parent(span: dict[str, Any]) -> object:
-    references = span.get("references")
-    if isinstance(references, list):
-        refs = [r for r in references if isinstance(r, dict)]
-        for ref in refs:
-            if ref.get("refType") == "CHILD_OF":
-                return ref.get("spanID")
-        if refs:
-            return refs[0].get("spanID")
-    return span.get("parentSpanID")
-
-
-def _process_attributes(process: dict[str, Any]) -> dict[str, Any]:
-    attributes = decode_jaeger_tags(process.get("tags"))
-    service = process.get("serviceName")
-    if isinstance(service, str):
-        attributes["service.name"] = service
-    return attributes
