@@ -115,7 +115,8 @@ def test_metadata_flag_reaches_when_conditions(traces):
     args = ["run", "--contract", "kyc-aml-screening-v1", "--traces", str(ABC / "kyc_valid.json")]
     assert _invoke(*args, "--metadata", "risk_score=50", "--fail-on-violation").exit_code == 0
     high = _invoke(*args, "--metadata", "risk_score=85", "--fail-on-violation")
-    assert high.exit_code == 1 and "must_escalate_when(risk_score >= 70 or not a number)" in high.stdout
+    assert high.exit_code == 1
+    assert "must_escalate_when(risk_score >= 70 or not a number)" in high.stdout
 
 
 def test_malformed_metadata_is_a_usage_error():
