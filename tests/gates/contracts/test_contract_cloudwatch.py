@@ -224,6 +224,31 @@ def test_the_command_wants_exactly_one_place_to_watch(tmp_path: Path) -> None:
         assert "either WATCH_DIR or --cloudwatch-log-group" in result.output
 
 
+def test_region_without_a_log_group_is_a_usage_error(tmp_path: Path) -> None:
+    contract = tmp_path / "c.yaml"
+    contract.write_text(CONTRACT)
+    result = CliRunner().invoke(
+        cli,
+        [
+            *("contract", "monitor", str(tmp_path), "--contract", str(contract)),
+            *("--output-dir", str(tmp_path / "out"), "--region", "eu-west-1"),
+        ],
+    )
+    assert result.exit_code == 2
+    assert "--region goes with --cloudwatch-log-group" in result.output
+
+
+def test_a_state_file_of_another_log_group_is_refused(logs: Any, tmp_path: Path) -> None:
+    (tmp_path / ".canon-cloudwatch-state.json").write_text(
+        '{"log_group": "other", "resume_ms": 0, "validated": []}'
+    )
+    group = _group(logs, "state-mismatch")
+    with pytest.raises(CloudWatchError, match=r"not the state of a monitor of log group"):
+        monitor_cloudwatch(
+            load_contract(CONTRACT), group, output_dir=tmp_path, max_polls=1, client=logs
+        )
+
+
 def test_the_command_stops_cleanly_on_sigint(
     logs: Any, aws_env: dict[str, str], tmp_path: Path
 ) -> None:
