@@ -192,6 +192,26 @@ def test_a_real_adot_session_export_is_read_from_the_log_group(logs: Any, tmp_pa
     assert (stats.validated, stats.passed) == (1, 1)
 
 
+def test_an_event_that_is_no_span_is_counted_and_never_validated(logs: Any, tmp_path: Path) -> None:
+    group = _group(logs, "junk")
+    now = int(time.time() * 1000)
+    logs.put_log_events(
+        logGroupName=group,
+        logStreamName="default",
+        logEvents=[{"timestamp": now, "message": "plain text, not a span"}],
+    )
+    _put(logs, group, _trace("f" * 32, "lookup"))
+    stats = monitor_cloudwatch(
+        load_contract(CONTRACT),
+        group,
+        output_dir=tmp_path,
+        max_polls=2,
+        sleep=lambda _: None,
+        client=logs,
+    )
+    assert (stats.validated, stats.passed, stats.errors) == (1, 1, 1)
+
+
 def test_a_missing_log_group_is_a_clear_error(logs: Any, tmp_path: Path) -> None:
     with pytest.raises(CloudWatchError, match=r"cloudwatch:no-such-group: reading the log group"):
         monitor_cloudwatch(load_contract(CONTRACT), "no-such-group", max_polls=1, client=logs)
