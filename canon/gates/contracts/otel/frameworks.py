@@ -23,6 +23,7 @@ DETECT_KEYS = frozenset(
         "gen_ai.operation.name",
         "entity.1.type",
         "entity.2.type",
+        "entity",
         "monocle_apptrace.version",
         "ai.operationId",
     }
@@ -105,9 +106,8 @@ class FrameworkDetector:
             if hint:
                 self._found = hint
                 return
-        for key in ("entity.1.type", "entity.2.type"):
-            entity = attrs.get(key)
-            if isinstance(entity, str) and entity.startswith(("agent.", "workflow.")):
+        for entity in _entity_types(attrs):
+            if entity.startswith(("agent.", "workflow.")):
                 hint = _MONOCLE_FRAMEWORKS.get(entity.partition(".")[2])
                 if hint:
                     self._found = hint
@@ -127,3 +127,12 @@ class FrameworkDetector:
     def result(self) -> str:
         """The framework name, an instrumentation convention, or ``"unknown"``."""
         return self._found or self._weak or "unknown"
+
+
+def _entity_types(attrs: Mapping[str, Any]) -> list[str]:
+    """Monocle's ``entity.N.type`` values, or the types in Okahu's ``entity`` list."""
+    found = [attrs.get("entity.1.type"), attrs.get("entity.2.type")]
+    entities = attrs.get("entity")
+    if isinstance(entities, list):
+        found += [item.get("type") for item in entities if isinstance(item, dict)]
+    return [kind for kind in found if isinstance(kind, str)]

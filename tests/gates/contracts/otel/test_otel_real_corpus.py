@@ -207,7 +207,7 @@ EXPECTED: dict[str, Reads | Refused] = {
         "Latency rose with a slow",
     ),
     "monocle/okahu_loader_be1db024.json": Reads(
-        "monocle",
+        "langgraph",
         ["okahu_demo_fs_tool_check_balance"],
         "What is the balance on A",
         "The balance on account A",
