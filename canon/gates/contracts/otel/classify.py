@@ -107,8 +107,8 @@ def classify(
         found = _monocle(monocle, name, hot)
         if found is not None:
             return found
-    vercel = get("ai.operationId")
-    if vercel.__class__ is str or name.startswith("ai."):
+    if name.startswith("ai."):  # Vercel AI SDK spans are all named ai.*
+        vercel = get("ai.operationId")
         found = _vercel(vercel if vercel.__class__ is str else name, name, hot)
         if found is not None:
             return found

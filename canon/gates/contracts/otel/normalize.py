@@ -151,6 +151,22 @@ def trace_ids(entries: list[RawSpan | OtlpRun]) -> list[str]:
     return list(found)
 
 
+def _several_raw_trace_ids(entries: list[RawSpan | OtlpRun]) -> bool:
+    """Whether the spans carry more than one trace id as written (a C-level pass per run)."""
+    seen: set[object] = set()
+    for entry in entries:
+        try:
+            if isinstance(entry, OtlpRun):
+                seen.update(map(dict.get, entry.spans, repeat("traceId")))
+            else:
+                seen.add(entry.trace_id)
+        except TypeError:  # an unhashable id: let the careful reading decide
+            return True
+        if len(seen) > 1:
+            return True
+    return False
+
+
 def _refuse_several_traces(batch: SpanBatch, source: str) -> None:
     """One execution is one run: a file holding several runs is refused, naming them.
 
@@ -159,7 +175,7 @@ def _refuse_several_traces(batch: SpanBatch, source: str) -> None:
     and Monocle's) each start a trace. So setup-only traces do not count, and the others
     are one run when their time ranges overlap.
     """
-    if len(trace_ids(batch.entries)) < 2:
+    if not _several_raw_trace_ids(batch.entries) or len(trace_ids(batch.entries)) < 2:
         return
     ranges: dict[str, list[int]] = {}
     working: set[str] = set()

@@ -93,17 +93,22 @@ def repeated_tool_calls(
     called = list(map(names.__getitem__, tools))
     if len(set(called)) == len(called):
         return []  # every tool called once: the common case costs one set
+    # the usual shape, checked with set passes in C: no tool call sits within two spans
+    # under a tool call, and the file is one tree
+    tool_ids = set(map(span_ids.__getitem__, tools))
+    tool_ids.discard("")
+    parents = set(map(parent_ids.__getitem__, tools))
+    under_tools = set(compress(span_ids, map(tool_ids.__contains__, parent_ids)))
+    known = set(span_ids)
+    known.discard("")
+    # parent ids naming no span in the file mark the top spans; more than one is several trees
+    orphans = set(parent_ids) - known
+    several_trees = len(orphans) > 1 or any(parent_ids.count(o) > 1 for o in orphans)
+    if parents.isdisjoint(tool_ids) and parents.isdisjoint(under_tools) and not several_trees:
+        return []
     tool_names = dict(zip(tools, called, strict=True))
     at = dict(zip(span_ids, range(len(span_ids)), strict=True))
     at.pop("", None)
-    several_trees = sum(map(not_, map(at.__contains__, parent_ids))) > 1
-    if not several_trees:
-        # the usual shape, checked in C: no tool call sits within two spans under a tool
-        parents = set(map(at.get, map(parent_ids.__getitem__, tools)))
-        parents.discard(None)
-        grandparents = set(map(at.get, map(parent_ids.__getitem__, parents)))  # type: ignore[arg-type]
-        if tool_names.keys().isdisjoint(parents) and tool_names.keys().isdisjoint(grandparents):
-            return []
     kept: dict[str, dict[int, list[int]]] = {}  # tool name -> top span -> kept calls
     repeats: list[int] = []
     for position in tools:
