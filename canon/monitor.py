@@ -1,4 +1,8 @@
-"""Watching a directory and validating every trace that lands in it."""
+"""Watching a directory and validating every trace that lands in it.
+
+The public home of the monitors: ``monitor_directory`` here, ``monitor_cloudwatch`` (in
+``canon.cloudwatch``) offered here too.
+"""
 
 from __future__ import annotations
 
@@ -141,3 +145,13 @@ def monitor_directory(
             sleep(poll_interval)
     except KeyboardInterrupt:
         return session.stats(polls, interrupted=True)
+
+
+def __getattr__(name: str) -> Any:
+    # The CloudWatch monitor has its own module (it talks to AWS through boto3); its
+    # public names are offered here, beside the directory monitor's.
+    if name in ("monitor_cloudwatch", "CloudWatchError", "DEFAULT_LOG_GROUP"):
+        import canon.cloudwatch
+
+        return getattr(canon.cloudwatch, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -28,6 +28,9 @@ FORBIDDEN_IN_PURE = (
     "canon.gate_loading",
     "canon.contract_files",
     "canon.playground",
+    "canon.monitor",
+    "canon.cloudwatch",
+    "boto3",
 )
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,14 @@ def parse_metadata(pairs: tuple[str, ...]) -> dict[str, Any]:
             value = text
         metadata[key] = value if value is None or isinstance(value, str | int | float) else text
     return metadata
+
+
+def _same_file(left: Path, right: Path) -> bool:
+    """True when both paths name one file (through symlinks or relative paths alike)."""
+    try:
+        return os.path.samefile(left, right)
+    except OSError:  # the output does not exist yet
+        return os.path.realpath(left) == os.path.realpath(right)
 
 
 def expand_traces(patterns: tuple[str, ...]) -> list[Path]:
@@ -154,6 +163,12 @@ def generate(
         raise UsageError(
             f"--traces matches {len(paths)} files; generate from exactly one golden trace"
         )
+    for given, what in ((paths[0], "golden trace"), (source_map, "source map")):
+        if output is not None and given is not None and _same_file(output, given):
+            raise UsageError(
+                f"--output {output} is the {what} {given}, which would be overwritten; "
+                "choose another path"
+            )
     execution = read_trace(paths[0])
     generated = generate_contract(
         execution, name=name, version=version, source_map=_source_map(source_map)
@@ -213,24 +228,46 @@ def _print_stats(stats: MonitorStats) -> None:
 
 
 @contract.command("monitor")
-@click.argument("watch_dir", type=click.Path(path_type=Path, file_okay=False, exists=True))
+@click.argument(
+    "watch_dir", required=False, type=click.Path(path_type=Path, file_okay=False, exists=True)
+)
 @click.option("--contract", "contract_ref", required=True, help="Contract file or template name.")
 @click.option("--output-dir", type=click.Path(path_type=Path), required=True, help="Audit records.")
+@click.option(
+    "--cloudwatch-log-group",
+    "log_group",
+    help="Poll this CloudWatch Logs group of spans (e.g. aws/spans) instead of WATCH_DIR.",
+)
+@click.option("--region", help="AWS region of the log group (default: the AWS configuration).")
 @click.option("--source-map", type=click.Path(path_type=Path), help="JSON/YAML tool → source map.")
 @click.option("--metadata", "pairs", multiple=True, help="key=value added to every execution.")
 @click.option("--poll-interval", type=float, default=5.0, show_default=True, help="Seconds.")
 @click.option("--max-polls", type=int, default=None, help="Stop after this many polls.")
 @reports_errors
 def monitor(
-    watch_dir: Path,
+    watch_dir: Path | None,
     contract_ref: str,
     output_dir: Path,
+    log_group: str | None,
+    region: str | None,
     source_map: Path | None,
     pairs: tuple[str, ...],
     poll_interval: float,
     max_polls: int | None,
 ) -> None:
-    """Validate traces already in WATCH_DIR and each new one; Ctrl-C stops."""
+    """Validate traces in WATCH_DIR (or a CloudWatch log group) as they come; Ctrl-C stops.
+
+    With --cloudwatch-log-group, spans are grouped into traces and each completed trace is
+    validated once; the traces already validated are remembered across restarts in
+    OUTPUT_DIR/.canon-cloudwatch-state.json. Needs boto3: pip install
+    "canon-testing[cloudwatch]".
+    """
+    if (watch_dir is None) == (log_group is None):
+        raise UsageError(
+            "canon contract monitor: give either WATCH_DIR or --cloudwatch-log-group NAME"
+        )
+    if region is not None and log_group is None:
+        raise UsageError("canon contract monitor: --region goes with --cloudwatch-log-group")
     loaded = load_contract_file(contract_ref)
 
     def announce(record: AuditRecord) -> None:
@@ -238,14 +275,19 @@ def monitor(
         click.echo(f"{verdict.status.upper():<5} {record.trace}")
         click.echo("\n".join(_violation_lines(verdict)))
 
-    stats = monitor_directory(
-        loaded,
-        watch_dir,
-        output_dir=output_dir,
-        poll_interval=poll_interval,
-        metadata=parse_metadata(pairs) or None,
-        source_map=_source_map(source_map),
-        on_violation=announce,
-        max_polls=max_polls,
-    )
+    options: dict[str, Any] = {
+        "output_dir": output_dir,
+        "poll_interval": poll_interval,
+        "metadata": parse_metadata(pairs) or None,
+        "source_map": _source_map(source_map),
+        "on_violation": announce,
+        "max_polls": max_polls,
+    }
+    if log_group is not None:
+        from canon.cloudwatch import monitor_cloudwatch
+
+        stats = monitor_cloudwatch(loaded, log_group, region=region, **options)
+    else:
+        assert watch_dir is not None
+        stats = monitor_directory(loaded, watch_dir, **options)
     _print_stats(stats)

@@ -48,16 +48,20 @@ class SmokeReport:
         return all(self.checks.values())
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON status object the CLI prints."""
+        """The JSON status object the CLI prints.
+
+        On success exactly the specification's ready object; a failed check turns
+        ``playground`` to ``"failed"`` and adds ``problems`` (check name -> what went wrong),
+        so a broken playground is never reported ready.
+        """
         report: dict[str, Any] = {
-            "checks": dict(self.checks),
             "export_requires_explicit_action": True,
             "offline": self.checks.get("page_is_self_contained", False),
             "playground": "ready" if self.passed else "failed",
-            "status": "ok" if self.passed else "failed",
         }
-        if self.problems:
-            report["problems"] = dict(self.problems)
+        if not self.passed:
+            failed = {name: "failed" for name, ok in self.checks.items() if not ok}
+            report["problems"] = {**failed, **self.problems}
         return report
 
 

@@ -39,22 +39,27 @@ def test_smoke_test_without_files_prints_an_ok_status_with_every_check_passed() 
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)
     assert result.stdout == json.dumps(report, sort_keys=True, indent=2) + "\n"
-    assert report["status"] == "ok"
-    assert report["playground"] == "ready"
-    assert report["offline"] is True
-    assert report["export_requires_explicit_action"] is True
-    assert len(report["checks"]) == 10 and all(report["checks"].values())
+    # exactly the specified ready object, nothing added
+    assert report == {
+        "export_requires_explicit_action": True,
+        "offline": True,
+        "playground": "ready",
+    }
     assert result.stderr == ""
 
 
-def test_smoke_test_opens_the_given_policy_and_response(tmp_path: Path) -> None:
+def test_smoke_test_checks_the_given_policy_and_does_not_read_the_response(
+    tmp_path: Path,
+) -> None:
     policy = _write(tmp_path, "policy.json", EXAMPLE_POLICY.replace("playground-", "mine-"))
-    response = _write(tmp_path, "response.json", EXAMPLE_FAILING_RESPONSE)
-    result = _run(policy, response, "--smoke-test")
-    assert result.exit_code == 0, result.output
-    checks = json.loads(result.stdout)["checks"]
-    assert checks["editors_are_prefilled"] is True
-    assert checks["initial_inputs_match_library"] is True
+    for response in (
+        _write(tmp_path, "response.json", EXAMPLE_FAILING_RESPONSE),
+        _write(tmp_path, "broken.json", '{"decision": '),  # never read, so never refused
+        str(tmp_path / "absent.json"),
+    ):
+        result = _run(policy, response, "--smoke-test")
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["playground"] == "ready"
 
 
 @pytest.mark.parametrize(
@@ -76,18 +81,10 @@ def test_a_bad_policy_file_is_a_controlled_error_on_stderr_with_exit_2(
     assert error["message"]
 
 
-def test_a_missing_response_file_is_invalid_json_input(tmp_path: Path) -> None:
-    policy = _write(tmp_path, "policy.json", EXAMPLE_POLICY)
-    result = _run(policy, str(tmp_path / "absent.json"), "--smoke-test")
-    assert result.exit_code == 2
-    error = json.loads(result.stderr)["error"]
-    assert error["code"] == "INVALID_JSON_INPUT"
-    assert error["message"].startswith("cannot read the response file")
-
-
-def test_a_policy_error_wins_over_a_response_error(tmp_path: Path) -> None:
+def test_a_bad_policy_is_refused_even_beside_an_unreadable_response(tmp_path: Path) -> None:
     policy = _write(tmp_path, "policy.json", "[]")
     result = _run(policy, str(tmp_path / "absent.json"), "--smoke-test")
+    assert result.exit_code == 2
     assert json.loads(result.stderr)["error"]["code"] == "INVALID_POLICY"
 
 
@@ -130,11 +127,11 @@ def test_smoke_checks_fail_against_a_server_that_is_not_a_working_playground(
     report = run_smoke_checks(impostor_port, EXAMPLE_POLICY, "{}")
     status = report.to_dict()
     assert report.passed is False
-    assert status["status"] == "failed" and status["playground"] == "failed"
+    assert status["playground"] == "failed"
     assert status["offline"] is False
-    assert status["checks"]["page_is_self_contained"] is False
-    assert status["checks"]["failing_example_fails"] is False
-    assert status["checks"]["foreign_host_is_refused"] is False
+    assert report.checks["failing_example_fails"] is False
+    assert report.checks["foreign_host_is_refused"] is False
+    assert {"page_is_self_contained", "failing_example_fails"} <= set(status["problems"])
     assert "cdn.example" in status["problems"]["page_is_self_contained"]
 
 
@@ -152,7 +149,7 @@ def test_the_real_command_smoke_test_exits_0_with_an_ok_status() -> None:
         cwd=_ROOT,
     )
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["status"] == "ok"
+    assert json.loads(done.stdout)["playground"] == "ready"
 
 
 def test_serving_a_policy_alone_prefills_a_synthetic_passing_response_and_stops_on_ctrl_c(

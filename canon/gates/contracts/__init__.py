@@ -1,7 +1,8 @@
 """Behavioral contracts over OpenTelemetry traces: a deterministic, pre-judge gate.
 
 Load a contract (YAML text, a mapping, or a bundled template), normalize a trace into an
-``Execution``, and ``validate`` one against the other to get a ``Verdict``.
+``Execution``, and ``validate`` one against the other to get a ``Verdict``. Watching a
+directory or a CloudWatch log group is I/O and lives at the edge, in ``canon.monitor``.
 """
 
 from __future__ import annotations
@@ -38,7 +39,6 @@ __all__ = [
     "ContractError",
     "DataSource",
     "Execution",
-    "MonitorStats",
     "Step",
     "StepColumns",
     "TraceError",
@@ -52,7 +52,6 @@ __all__ = [
     "list_templates",
     "load_contract",
     "load_template",
-    "monitor_directory",
     "must_contain_citations",
     "must_escalate_when",
     "must_include_steps",
@@ -69,7 +68,6 @@ __all__ = [
 ]
 
 _FROM_NORMALIZER = ("TraceError", "normalize_trace", "parse_trace_text")
-_FROM_MONITOR = ("MonitorStats", "monitor_directory")
 
 
 def __getattr__(name: str) -> Any:
@@ -78,10 +76,10 @@ def __getattr__(name: str) -> Any:
         from canon.gates.contracts import otel
 
         return getattr(otel, name)
-    # The monitor reads and writes files, so it lives at the edge (canon.monitor); it is
-    # offered here too because this is where contract users look for it.
-    if name in _FROM_MONITOR:
-        import canon.monitor
-
-        return getattr(canon.monitor, name)
+    if name in ("MonitorStats", "monitor_directory", "monitor_cloudwatch"):
+        # the gates are pure and import nothing above them; the monitors read and write
+        raise AttributeError(
+            f"{name} moved to canon.monitor (it reads files and AWS, so it is no gate): "
+            f"use `from canon.monitor import {name}`"
+        )
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

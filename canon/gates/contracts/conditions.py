@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from canon.gates.contracts.errors import ContractError
 from canon.gates.contracts.execution import Execution
 from canon.gates.contracts.facts import Facts
+from canon.gates.contracts.otel.classify import step_name_for
 from canon.gates.contracts.values import ValueTest, parse_value_test
 
 CONDITION_KEYS = ("metadata", "input_matches", "step_present", "tool_result_matches", "any_of")
@@ -156,7 +157,7 @@ def _string_list(raw: object, where: str) -> tuple[str, ...]:
         raise ContractError(f"{where}: expected a step name or a non-empty list, got {raw!r}")
     if not all(isinstance(item, str) and item for item in items):
         raise ContractError(f"{where}: every entry must be a non-empty string, got {raw!r}")
-    return tuple(items)
+    return tuple(step_name_for(item) for item in items)
 
 
 def _tool_result(raw: object, where: str) -> ToolResultMatches:
@@ -175,6 +176,8 @@ def _tool_result(raw: object, where: str) -> ToolResultMatches:
         raise ContractError(f"{where}.tool: expected a tool name, got {tool!r}")
     if not isinstance(key, str) or not key:
         raise ContractError(f"{where}.key: expected a result key, got {key!r}")
+    if tool is not None:
+        tool = step_name_for(tool)
     return ToolResultMatches(tool, key, parse_value_test(raw["value"], f"{where}.value"))
 
 

@@ -28,6 +28,7 @@ from canon.gates.contracts.constraints import (
 from canon.gates.contracts.errors import ContractError
 from canon.gates.contracts.execution import DataSource
 from canon.gates.contracts.model import Contract
+from canon.gates.contracts.otel.classify import step_name_for
 
 _Loader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _COMMON_KEYS = ("type", "severity", "when")
@@ -46,22 +47,35 @@ _PARAMETERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 CONSTRAINT_TYPES: tuple[str, ...] = tuple(_PARAMETERS)
 
 
+def _named(raw: Any) -> Any:
+    """Step names as contracts for the reference write them (raw span names) -> step names."""
+    if isinstance(raw, str):
+        return step_name_for(raw)
+    if isinstance(raw, list) and all(isinstance(item, str) for item in raw):
+        return [step_name_for(item) for item in raw]
+    return raw  # the constructor reports what is wrong with it
+
+
 def _build(kind: str, params: Mapping[str, Any], severity: Any) -> Constraint:
+    markers = params.get("escalation_markers")
     builders: dict[str, Callable[[], Constraint]] = {
         "must_retrieve_from": lambda: MustRetrieveFrom(params["sources"], severity),
         "must_not_use_only_parametric_knowledge": lambda: MustNotUseOnlyParametricKnowledge(
             severity
         ),
-        "must_include_steps": lambda: MustIncludeSteps(params["steps"], severity),
-        "must_not_include_steps": lambda: MustNotIncludeSteps(params["steps"], severity),
-        "must_precede": lambda: MustPrecede(params["before"], params["after"], severity),
+        "must_include_steps": lambda: MustIncludeSteps(_named(params["steps"]), severity),
+        "must_not_include_steps": lambda: MustNotIncludeSteps(_named(params["steps"]), severity),
+        "must_precede": lambda: MustPrecede(
+            _named(params["before"]), _named(params["after"]), severity
+        ),
         "must_contain_citations": lambda: MustContainCitations(
             params.get("min_count", 1), severity
         ),
         "must_escalate_when": lambda: MustEscalateWhen(
             params["condition"],
             params["description"],
-            params.get("escalation_markers", DEFAULT_ESCALATION_MARKERS),
+            # null means the default markers, as in the reference and the Python API
+            DEFAULT_ESCALATION_MARKERS if markers is None else _named(markers),
             severity,
         ),
     }
@@ -96,7 +110,8 @@ def _constraint(raw: object, where: str) -> Constraint:
         constraint = _build(kind, params, severity)
     except ContractError as exc:
         raise ContractError(f"{where}: {exc}") from None
-    if "when" in raw:
+    # `when: {}` (or null) is unconditional, as the reference reads it
+    if "when" in raw and raw["when"] not in (None, {}):
         condition = parse_condition(raw["when"], f"{where}.when")
         return When(condition, constraint, raw["when"])
     return constraint

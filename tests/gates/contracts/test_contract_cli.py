@@ -115,7 +115,8 @@ def test_metadata_flag_reaches_when_conditions(traces):
     args = ["run", "--contract", "kyc-aml-screening-v1", "--traces", str(ABC / "kyc_valid.json")]
     assert _invoke(*args, "--metadata", "risk_score=50", "--fail-on-violation").exit_code == 0
     high = _invoke(*args, "--metadata", "risk_score=85", "--fail-on-violation")
-    assert high.exit_code == 1 and "must_escalate_when(risk_score >= 70)" in high.stdout
+    assert high.exit_code == 1
+    assert "must_escalate_when(risk_score >= 70 or not a number)" in high.stdout
 
 
 def test_malformed_metadata_is_a_usage_error():
@@ -184,6 +185,38 @@ def test_generate_prints_yaml_without_output_and_refuses_several_golden_files():
     assert printed.exit_code == 0 and "must_include_steps" in printed.stdout
     several = _invoke("generate", "--traces", str(ABC / "*.json"))
     assert several.exit_code == 2 and "exactly one" in several.stderr
+
+
+@pytest.mark.parametrize("how", ["same path", "relative path", "symlink"])
+def test_generate_refuses_to_overwrite_its_own_golden_trace(tmp_path, monkeypatch, how):
+    golden = tmp_path / "golden.json"
+    shutil.copy(ABC / "valid_claim.json", golden)
+    before = golden.read_bytes()
+    output = str(golden)
+    if how == "relative path":
+        monkeypatch.chdir(tmp_path / ".")
+        (tmp_path / "sub").mkdir()
+        output = "sub/../golden.json"
+    elif how == "symlink":
+        (tmp_path / "link.json").symlink_to(golden)
+        output = str(tmp_path / "link.json")
+    result = _invoke("generate", "--traces", str(golden), "--output", output)
+    assert result.exit_code == 2
+    assert "is the golden trace" in result.stderr and "would be overwritten" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
+    assert golden.read_bytes() == before
+
+
+def test_generate_refuses_to_overwrite_its_source_map(tmp_path):
+    source_map = tmp_path / "map.json"
+    source_map.write_text('{"lookup_formulary": {"source_name": "formulary-db"}}')
+    result = _invoke(
+        "generate",
+        *("--traces", str(ABC / "valid_claim.json"), "--source-map", str(source_map)),
+        *("--output", str(source_map)),
+    )
+    assert result.exit_code == 2 and "is the source map" in result.stderr
+    assert "formulary-db" in source_map.read_text()
 
 
 def test_templates_lists_the_bundled_contracts():

@@ -96,7 +96,7 @@ def test_contract_error_is_a_gate_error():
             r"unknown condition 'sunny'",
         ),
         (
-            "constraints: [{type: must_include_steps, steps: [a], when: {}}]",
+            "constraints: [{type: must_include_steps, steps: [a], when: []}]",
             r"when: expected a non-empty mapping",
         ),
         (

@@ -6,7 +6,8 @@ import json
 import shutil
 from pathlib import Path
 
-from canon.gates.contracts import load_template, monitor_directory
+from canon.gates.contracts import load_template
+from canon.monitor import monitor_directory
 
 CLAIMS = load_template("claims-processing-v1")
 

@@ -83,12 +83,38 @@ def test_claims_template_escalates_unknown_claim_types_without_crashing(
 
 @pytest.mark.parametrize(
     ("risk_score", "expected"),
-    [(85, "fail"), ("85", "fail"), (70.5, "fail"), (69, "pass"), ("high", "pass"), (None, "pass")],
+    [
+        (85, "fail"),
+        ("85", "fail"),
+        (70.5, "fail"),
+        (69, "pass"),
+        ("high", "fail"),  # present but not a number: cannot be shown low, so it escalates
+        ("  ", "pass"),
+        (None, "pass"),
+    ],
 )
 def test_kyc_template_escalates_high_risk_scores_of_any_type(corpus_dir, risk_score, expected):
     metadata = {} if risk_score is None else {"risk_score": risk_score}
     execution = _execution(corpus_dir / "abc-examples" / "kyc_valid.json", metadata=metadata)
     assert validate(load_template("kyc-aml-screening-v1"), execution).status == expected
+
+
+@pytest.mark.parametrize(
+    ("score", "expected"), [("25", "pass"), ("69", "pass"), ("70", "fail"), ('"high"', "fail")]
+)
+def test_kyc_template_escalates_on_the_risk_tools_own_score(corpus_dir, score, expected):
+    path = corpus_dir / "abc-examples" / "kyc_valid.json"
+    original = path.read_text()
+    needle = '\\"score\\": 25'
+    assert needle in original
+    text = original.replace(needle, f'\\"score\\": {score.replace(chr(34), chr(92) + chr(34))}')
+    execution = _execution(path, text=text)
+    risk = next(s for s in execution.steps if s.name == "assess_risk")
+    assert risk.outputs["score"] == json.loads(score)
+    verdict = validate(load_template("kyc-aml-screening-v1"), execution)
+    assert verdict.status == expected
+    if expected == "fail":
+        assert verdict.violations[-1].name.startswith("must_escalate_when(")
 
 
 def test_kyc_template_is_satisfied_by_an_escalation_step(corpus_dir):

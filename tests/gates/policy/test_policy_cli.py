@@ -152,6 +152,46 @@ def test_check_order_reports_presentation_only_drift(files: dict[str, str]) -> N
     assert document["coverage"]["orders_total"] == 2
 
 
+def test_a_duplicate_member_in_the_response_is_invalid_json_input_as_in_evaluate(
+    tmp_path: Path,
+) -> None:
+    one_rule = tmp_path / "one.json"
+    one_rule.write_text(
+        '{"policy_id": "p", "schema_version": "1.0", "rules": '
+        '[{"rule_id": "r1", "kind": "required_field", "path": "decision"}]}'
+    )
+    response = tmp_path / "dup.json"
+    response.write_text('{"decision": "a", "\\u0064ecision": "b"}')
+    for command in ("evaluate", "check-order"):
+        error(run(command, str(one_rule), str(response)), "INVALID_JSON_INPUT")
+
+
+def test_check_order_coverage_has_exactly_the_specified_keys_when_exhaustive(
+    files: dict[str, str],
+) -> None:
+    document = json.loads(run("check-order", files["policy"], files["passing"]).stdout)
+    assert document["coverage"]["mode"] == "exhaustive"
+    assert sorted(document["coverage"]) == [
+        "charged_work_bytes",
+        "estimated_input_work_bytes",
+        "estimated_work_bytes",
+        "evaluations_per_order",
+        "evaluations_performed",
+        "evaluator_runs",
+        "incomplete_orders",
+        "mode",
+        "observed_result_bytes",
+        "observed_work_bytes",
+        "orders_evaluated",
+        "orders_total",
+        "report_byte_limit",
+        "result_byte_limit",
+        "rule_count",
+        "rule_results_complete",
+        "work_budget_bytes",
+    ]
+
+
 def test_check_order_refuses_eight_rules_before_reading_the_response(
     files: dict[str, str],
 ) -> None:

@@ -16,6 +16,11 @@ fires wins:
 3. model call: chat-like operations (``chat``, ``generate_content``, ``call_llm`` ...),
    OpenInference ``LLM``/``EMBEDDING``, ``llm.request.type``, ``ChatBedrock.chat`` or
    ``chat <model>`` names, ``claude_code.llm_request``, or a request model plus token usage.
+   Monocle/Okahu ``span.type`` (``agentic.tool.invocation`` and ``agentic.mcp.invocation``
+   are tools named by their first entity, ``inference*`` model calls, ``retrieval``, other
+   ``agentic.*`` agents) and Vercel AI SDK spans (``ai.toolCall``; ``ai.generateText``,
+   ``ai.streamText`` ... and their ``doGenerate``/``doStream`` children are model calls)
+   are read right after the GenAI operation.
 4. retrieval: a Bedrock knowledge base id, ``gen_ai.data_source.id``, a ``retrieval``
    operation, OpenInference ``RETRIEVER``.
 5. human review: a span (not a tool) named or operated as human review / approval /
@@ -44,6 +49,11 @@ CLASSIFY_KEYS = frozenset(
         "gen_ai.request.model",
         "aws.bedrock.knowledge_base.id",
         "gen_ai.data_source.id",
+        "span.type",
+        "entity.1.name",
+        "entity",
+        "ai.toolCall.name",
+        "ai.operationId",
     }
 )
 
@@ -59,6 +69,14 @@ MODEL_OPS = frozenset(
     }
 )
 AGENT_OPS = frozenset({"invoke_agent", "create_agent"})
+_MONOCLE_TOOLS = frozenset({"agentic.tool.invocation", "agentic.mcp.invocation"})
+_VERCEL_MODEL_CALLS = (
+    "ai.generateText",
+    "ai.streamText",
+    "ai.generateObject",
+    "ai.streamObject",
+    "ai.embed",
+)
 _RETRIEVAL_OPS = frozenset({"retrieval", "retrieve", "search"})
 _HUMAN_WORDS = ("human_review", "human_in_the_loop", "human_approval", "human_input")
 
@@ -84,6 +102,16 @@ def classify(
         return "model_call", name
     if op in AGENT_OPS:
         return "agent", name
+    monocle = get("span.type")
+    if monocle.__class__ is str:
+        found = _monocle(monocle, name, hot)
+        if found is not None:
+            return found
+    if name.startswith("ai."):  # Vercel AI SDK spans are all named ai.*
+        vercel = get("ai.operationId")
+        found = _vercel(vercel if vercel.__class__ is str else name, name, hot)
+        if found is not None:
+            return found
     oi_kind = get("openinference.span.kind")
     if isinstance(oi_kind, str):
         oi_kind = oi_kind.upper()
@@ -116,6 +144,38 @@ def classify(
     return "custom", name
 
 
+def _monocle(span_type: str, name: str, hot: Mapping[str, Any]) -> tuple[StepKind, str] | None:
+    """Monocle (monocle2ai) and Okahu spans, typed by ``span.type``."""
+    if span_type in _MONOCLE_TOOLS:
+        return "tool_call", _tool_name(_first_entity_name(hot), name, hot)
+    if span_type.startswith("inference"):
+        return "model_call", name
+    if span_type == "retrieval":
+        return "retrieval", name
+    if span_type.startswith("agentic."):
+        return "agent", name
+    return None
+
+
+def _first_entity_name(hot: Mapping[str, Any]) -> object:
+    """Monocle's ``entity.1.name``, or the first name in Okahu's ``entity`` list."""
+    found = hot.get("entity.1.name")
+    if found is None:
+        entities = hot.get("entity")
+        if isinstance(entities, list) and entities and isinstance(entities[0], dict):
+            found = entities[0].get("name")
+    return found
+
+
+def _vercel(operation: str, name: str, hot: Mapping[str, Any]) -> tuple[StepKind, str] | None:
+    """Vercel AI SDK spans (``ai.generateText``, ``ai.toolCall`` ...)."""
+    if operation == "ai.toolCall" or "ai.toolCall.name" in hot:
+        return "tool_call", _tool_name(hot.get("ai.toolCall.name"), name, hot)
+    if operation.startswith(_VERCEL_MODEL_CALLS):
+        return "model_call", name
+    return None
+
+
 def _tool_name(preferred: object, span_name: str, hot: Mapping[str, Any]) -> str:
     for candidate in (preferred, hot.get("gen_ai.tool.name"), hot.get("tool.name")):
         if isinstance(candidate, str) and candidate.strip():
@@ -126,6 +186,15 @@ def _tool_name(preferred: object, span_name: str, hot: Mapping[str, Any]) -> str
     if span_name.endswith(".tool") and len(span_name) > 5:
         return span_name[:-5]
     return span_name
+
+
+def step_name_for(name: str) -> str:
+    """The step name a contract's ``name`` refers to: a raw tool span name means its tool.
+
+    ``lookup_x.tool``, ``execute_tool lookup_x`` and ``running tool: lookup_x`` are always
+    classified as a tool call named ``lookup_x``, so no step ever carries those names.
+    """
+    return _tool_from_span_name(name) or name
 
 
 def _tool_from_span_name(name: str) -> str:

@@ -21,6 +21,11 @@ DETECT_KEYS = frozenset(
         "traceloop.span.kind",
         "llm.request.type",
         "gen_ai.operation.name",
+        "entity.1.type",
+        "entity.2.type",
+        "entity",
+        "monocle_apptrace.version",
+        "ai.operationId",
     }
 )
 
@@ -40,12 +45,25 @@ _SCOPE_HINTS = (
     ("llama_index", "llamaindex"),
     ("smolagents", "smolagents"),
     ("agno", "agno"),
+    ("claude_agent_sdk", "claude_agent_sdk"),
+    ("autogen", "autogen"),
 )
+# Monocle names the framework in its entity types: "agent.adk", "workflow.langgraph", ...
+_MONOCLE_FRAMEWORKS = {
+    "adk": "google_adk",
+    "crewai": "crewai",
+    "openai_agents": "openai_agents",
+    "langgraph": "langgraph",
+    "langchain": "langchain",
+    "microsoft": "microsoft_agent_framework",
+    "llamaindex": "llamaindex",
+}
 _PROVIDER_HINTS = {
     "strands-agents": "strands",
     "langgraph": "langgraph",
     "langchain": "langchain",
     "gcp.vertex.agent": "google_adk",
+    "autogen": "autogen",
 }
 
 
@@ -88,8 +106,18 @@ class FrameworkDetector:
             if hint:
                 self._found = hint
                 return
+        for entity in _entity_types(attrs):
+            if entity.startswith(("agent.", "workflow.")):
+                hint = _MONOCLE_FRAMEWORKS.get(entity.partition(".")[2])
+                if hint:
+                    self._found = hint
+                    return
         if not self._weak:
-            if "openinference.span.kind" in attrs:
+            if "monocle_apptrace.version" in attrs:
+                self._weak = "monocle"
+            elif "ai.operationId" in attrs:
+                self._weak = "vercel_ai"
+            elif "openinference.span.kind" in attrs:
                 self._weak = "openinference"
             elif "traceloop.span.kind" in attrs or "llm.request.type" in attrs:
                 self._weak = "openllmetry"
@@ -99,3 +127,12 @@ class FrameworkDetector:
     def result(self) -> str:
         """The framework name, an instrumentation convention, or ``"unknown"``."""
         return self._found or self._weak or "unknown"
+
+
+def _entity_types(attrs: Mapping[str, Any]) -> list[str]:
+    """Monocle's ``entity.N.type`` values, or the types in Okahu's ``entity`` list."""
+    found = [attrs.get("entity.1.type"), attrs.get("entity.2.type")]
+    entities = attrs.get("entity")
+    if isinstance(entities, list):
+        found += [item.get("type") for item in entities if isinstance(item, dict)]
+    return [kind for kind in found if isinstance(kind, str)]

@@ -20,19 +20,25 @@ import json
 from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from functools import partial
-from itertools import islice
+from itertools import islice, repeat
 from operator import le
 from typing import Any
 
-from canon.gates.contracts.execution import Execution, Step, StepColumns
+from canon.gates.contracts.execution import NO_PAYLOAD, Execution, Step, StepColumns
 from canon.gates.contracts.otel.attributes import KVAttributes
 from canon.gates.contracts.otel.errors import TraceError
 from canon.gates.contracts.otel.frameworks import DETECT_KEYS, FrameworkDetector
-from canon.gates.contracts.otel.spans import OtlpRun, RawSpan, collect_spans, otlp_raw_span
+from canon.gates.contracts.otel.spans import (
+    OtlpRun,
+    RawSpan,
+    SpanBatch,
+    collect_spans,
+    otlp_raw_span,
+)
 from canon.gates.contracts.otel.steps import otlp_columns, otlp_step, step_from_raw
 from canon.gates.contracts.otel.text import answer_text, final_output_text, request_text
-from canon.gates.contracts.otel.tree import root_position
-from canon.gates.contracts.otel.values import decode_kv_list, normalize_id
+from canon.gates.contracts.otel.tree import repeated_tool_calls, root_position
+from canon.gates.contracts.otel.values import decode_kv_list, normalize_id, to_nanos
 
 _ANSWER_KINDS = frozenset({"model_call", "agent"})
 
@@ -56,7 +62,8 @@ def parse_trace_text(text: str, *, source: str = "<trace>") -> object:
                 documents.append(json.loads(line))
             except (ValueError, RecursionError):
                 raise TraceError(
-                    f"{source}: not JSON: {first_error.msg} at line {first_error.lineno} "
+                    f"{source}: not a trace: not JSON: {first_error.msg} at line "
+                    f"{first_error.lineno} "
                     f"column {first_error.colno}, and line {number} is not a JSON document "
                     "either; expected an OTLP/Jaeger JSON export or OTLP JSON lines"
                 ) from first_error
@@ -71,6 +78,7 @@ def normalize_trace(
 ) -> Execution:
     """Normalize a parsed trace export into an ``Execution``; ``TraceError`` if it is none."""
     batch = collect_spans(raw, source=source)
+    _refuse_several_traces(batch, source)
     spans = _SpanSources(batch.entries)
     table = _table(batch.entries)
     names, kinds, statuses, span_ids, parent_ids, starts, _ = table
@@ -81,6 +89,9 @@ def normalize_trace(
         order = sorted(range(len(starts)), key=starts.__getitem__)
         table = [list(map(column.__getitem__, order)) for column in table]
         names, kinds, statuses, span_ids, parent_ids, starts, _ = table
+    repeats = repeated_tool_calls(names, kinds, span_ids, parent_ids, partial(_interval, table))
+    for position in repeats:
+        kinds[position] = "custom"  # the same call seen twice: counted once
     root_at = root_position(span_ids, parent_ids)
     root = spans.decoded(order[root_at])
     input_text = _safe(request_text, root)
@@ -93,6 +104,14 @@ def normalize_trace(
         else:
             input_text = None
     output_text = _safe(answer_text, root) or final_output_text(batch.final_output)
+    if output_text is None and span_ids[root_at]:
+        # a wrapper root (Monocle's "workflow"): the agent run right under it answers
+        root_id = span_ids[root_at]
+        for position in range(len(kinds) - 1, -1, -1):
+            if parent_ids[position] == root_id and kinds[position] == "agent":
+                output_text = _safe(answer_text, spans.decoded(order[position]))
+                if output_text:
+                    break
     if output_text is None:
         for position in range(len(kinds) - 1, -1, -1):
             if kinds[position] in _ANSWER_KINDS:
@@ -111,6 +130,85 @@ def normalize_trace(
         metadata=merged,
         framework=_framework(spans, order),
     )
+
+
+def trace_ids(entries: list[RawSpan | OtlpRun]) -> list[str]:
+    """The distinct non-empty trace ids of the spans, in order of first appearance."""
+    raw: dict[object, None] = {}
+    for entry in entries:
+        if isinstance(entry, OtlpRun):
+            try:
+                raw.update(dict.fromkeys(map(dict.get, entry.spans, repeat("traceId"))))
+            except TypeError:  # an unhashable id: normalized one by one below
+                raw.update((str(span.get("traceId")), None) for span in entry.spans)
+        else:
+            raw[entry.trace_id] = None
+    found: dict[str, None] = {}
+    for value in raw:
+        normalized = normalize_id(value, 32)
+        if normalized:
+            found[normalized] = None
+    return list(found)
+
+
+def _several_raw_trace_ids(entries: list[RawSpan | OtlpRun]) -> bool:
+    """Whether the spans carry more than one trace id as written (a C-level pass per run)."""
+    seen: set[object] = set()
+    for entry in entries:
+        try:
+            if isinstance(entry, OtlpRun):
+                seen.update(map(dict.get, entry.spans, repeat("traceId")))
+            else:
+                seen.add(entry.trace_id)
+        except TypeError:  # an unhashable id: let the careful reading decide
+            return True
+        if len(seen) > 1:
+            return True
+    return False
+
+
+def _refuse_several_traces(batch: SpanBatch, source: str) -> None:
+    """One execution is one run: a file holding several runs is refused, naming them.
+
+    Several trace ids alone are not several runs: a setup span (``create_agent``) is often
+    exported as a trace of its own, and two instrumentations of one run (ADK's own spans
+    and Monocle's) each start a trace. So setup-only traces do not count, and the others
+    are one run when their time ranges overlap.
+    """
+    if not _several_raw_trace_ids(batch.entries) or len(trace_ids(batch.entries)) < 2:
+        return
+    ranges: dict[str, list[int]] = {}
+    working: set[str] = set()
+    for span in batch.spans:
+        trace_id = span.trace_id
+        if not trace_id:
+            continue
+        if not _is_setup(span):
+            working.add(trace_id)
+        end = max(span.end_ns, span.start_ns)
+        found = ranges.setdefault(trace_id, [span.start_ns, end])
+        found[0] = min(found[0], span.start_ns)
+        found[1] = max(found[1], end)
+    for trace_id in set(ranges) - working:
+        del ranges[trace_id]
+    ordered = sorted(ranges.items(), key=lambda item: item[1][0])
+    reach = ordered[0][1][1] if ordered else 0
+    for _, (start, end) in ordered[1:]:
+        if start > reach:
+            ids = [trace_id for trace_id, _ in ordered]
+            shown = ", ".join(ids[:3]) + (", ..." if len(ids) > 3 else "")
+            raise TraceError(
+                f"{source}: holds {len(ids)} separate runs (trace ids {shown}), not one "
+                "execution; write one trace per file (or let 'canon contract monitor' "
+                "read them one by one)"
+            )
+        reach = max(reach, end)
+
+
+def _is_setup(span: RawSpan) -> bool:
+    """A span that only creates an agent (exported as a trace of its own by some SDKs)."""
+    operation = span.attributes.get("gen_ai.operation.name")
+    return operation == "create_agent" or span.name.startswith("create_agent")
 
 
 def _table(entries: list[RawSpan | OtlpRun]) -> list[list[Any]]:
@@ -145,11 +243,19 @@ def _table(entries: list[RawSpan | OtlpRun]) -> list[list[Any]]:
     return [names, kinds, statuses, span_ids, parent_ids, starts, origins]
 
 
+def _interval(table: list[list[Any]], position: int) -> tuple[int, int]:
+    """Start and end time of the span at ``position`` of the (ordered) table."""
+    origin = table[6][position]
+    if isinstance(origin, Step):
+        return origin.start_ns, origin.end_ns
+    return table[5][position], to_nanos(origin.get("endTimeUnixNano"))
+
+
 def _steps(*table: list[Any]) -> tuple[Step, ...]:
     """Every whole step, from the columns of ``_table`` (in execution order)."""
     names, kinds, statuses, span_ids, parent_ids, starts, origins = table
     return tuple(
-        origin
+        (origin if origin.kind == kind else origin._replace(kind=kind, payload=NO_PAYLOAD))
         if isinstance(origin, Step)
         else otlp_step(origin, name, kind, span_id, parent_id, start, status)
         for name, kind, status, span_id, parent_id, start, origin in zip(

@@ -16,6 +16,7 @@ LangGraph's ``{"output": <message>}``, Strands' ``[{"text": ...}]`` content bloc
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping
 from typing import Any
 
@@ -32,6 +33,8 @@ _ARGUMENT_KEYS = (
     "traceloop.entity.input",
     "tool_input",
     "tool_parameters",
+    "tool.parameters",
+    "ai.toolCall.args",
 )
 _RESULT_KEYS = (
     "gen_ai.tool.call.result",
@@ -42,8 +45,10 @@ _RESULT_KEYS = (
     "traceloop.entity.output",
     "tool_result",
     "tool.output",
+    "ai.toolCall.result",
 )
 _MAX_UNWRAP = 5
+_MAX_LITERAL = 100_000
 
 
 class LazyToolPayload(StepPayload):
@@ -85,11 +90,40 @@ def tool_io(attrs: Mapping[str, Any], events: tuple[RawEvent, ...]) -> tuple[Any
 
 
 def unwrap_arguments(value: object) -> Any:
-    """Parse tool arguments, taking LangChain's ``inputs`` out of its callback envelope."""
+    """Parse tool arguments and take them out of their envelope.
+
+    Envelopes: LangChain's ``{"input_str", "inputs"}``, LlamaIndex's ``{"kwargs": ...}``
+    (with empty ``args``), a one-item list (Monocle's ``data.input``), a Python ``repr``
+    of a dict (Monocle under LangChain).
+    """
     parsed = parse_json_text(value)
-    if isinstance(parsed, dict) and "input_str" in parsed and "inputs" in parsed:
-        return parsed["inputs"]
+    if isinstance(parsed, list) and len(parsed) == 1:
+        parsed = parse_json_text(parsed[0])
+    if isinstance(parsed, str):
+        parsed = python_literal(parsed)
+    if isinstance(parsed, dict):
+        if "input_str" in parsed and "inputs" in parsed:
+            return parsed["inputs"]
+        kwargs = parsed.get("kwargs")
+        if (
+            isinstance(kwargs, dict)
+            and set(parsed) <= {"args", "kwargs"}
+            and not parsed.get("args")
+        ):
+            return kwargs
     return parsed
+
+
+def python_literal(text: str) -> Any:
+    """A dict or list written as a Python literal (``{'a': 1}``), or ``text`` unchanged."""
+    stripped = text.strip()
+    if not stripped.startswith(("{", "[")) or len(stripped) > _MAX_LITERAL:
+        return text
+    try:
+        value = ast.literal_eval(stripped)  # literals only: no names, calls or code
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return text
+    return value if isinstance(value, (dict, list)) else text
 
 
 def unwrap_result(value: object, depth: int = 0) -> Any:
@@ -105,6 +139,12 @@ def unwrap_result(value: object, depth: int = 0) -> Any:
         inner = value.get("output")
         if isinstance(inner, dict) and inner.get("lc") == 1:
             return unwrap_result(inner, depth + 1)
+        if "tool_name" in value and "raw_output" in value and "content" in value:
+            # LlamaIndex ToolOutput: the tool's own return value, else its text
+            raw = value["raw_output"]
+            return unwrap_result(raw if raw is not None else value["content"], depth + 1)
+        if value.get("type") == "text" and isinstance(value.get("text"), str):
+            return unwrap_result(value["text"], depth + 1)  # a lone MCP text block
         content = value.get("content")
         if isinstance(content, list) and len(content) == 1:
             block = content[0]
@@ -131,6 +171,10 @@ def _from_events(events: tuple[RawEvent, ...]) -> tuple[Any, Any]:
             inputs = unwrap_arguments(attrs.get("content"))
         elif event.name == "gen_ai.choice" and outputs is None:
             outputs = unwrap_result(attrs.get("message"))
+        if event.name == "data.input" and inputs is None:  # Monocle
+            inputs = unwrap_arguments(attrs.get("input"))
+        elif event.name == "data.output" and outputs is None:
+            outputs = unwrap_result(attrs.get("response", attrs.get("output")))
         if inputs is None and "gen_ai.input.messages" in attrs:
             part = _tool_part(attrs["gen_ai.input.messages"], "tool_call")
             if part is not None:

@@ -15,6 +15,12 @@ from typing import Any, NamedTuple
 
 from canon.gates.contracts.execution import StepStatus
 from canon.gates.contracts.otel.errors import TraceError
+from canon.gates.contracts.otel.shapes import (
+    jaeger_parent,
+    json_object,
+    process_attributes,
+    sdk_fields,
+)
 from canon.gates.contracts.otel.values import (
     decode_jaeger_tags,
     decode_kv_list,
@@ -86,7 +92,19 @@ class SpanBatch:
 _new_span = tuple.__new__
 _OTLP_KEYS = ("resourceSpans", "resource_spans", "batches")
 _SCOPE_KEYS = ("scopeSpans", "scope_spans", "instrumentationLibrarySpans")
-_SPAN_MARKERS = ("spanId", "span_id", "spanID", "context", "name", "operationName")
+_SPAN_MARKERS = (
+    "spanId",
+    "span_id",
+    "spanID",
+    "context",
+    "spanContext",
+    "name",
+    "span_name",
+    "operationName",
+)
+_JAEGER_MARKERS = ("spanID", "operationName")
+_LOG_MARKERS = ("body", "severity_number", "severityNumber", "severity_text", "severityText")
+_ENVELOPES = ("result", "trace", "data")
 _EXPECTED = (
     "OTLP JSON (resourceSpans), a Tempo export (batches), a Jaeger export (data[].spans), "
     "OTLP JSON lines, or a span list"
@@ -100,6 +118,8 @@ class _Collector:
         self.count = 0
         self.resource: dict[str, Any] = {}
         self.final_output: object = None
+        self.skipped = 0  # objects in span positions that are no span (log records, ...)
+        self.log_records = 0
 
     def fail(self, found: str) -> TraceError:
         return TraceError(
@@ -110,7 +130,11 @@ class _Collector:
     def container(self, raw: object, where: str) -> None:
         if isinstance(raw, list):
             for position, item in enumerate(raw):
-                if isinstance(item, dict) and not _looks_like_span(item):
+                if isinstance(item, str):
+                    item = json_object(item)  # a span written as JSON text (any-agent)
+                if isinstance(item, dict) and any(k in item for k in _JAEGER_MARKERS):
+                    self.jaeger_span(item)  # a bare array of Jaeger spans
+                elif isinstance(item, dict) and not _looks_like_span(item):
                     self.container(item, f"{where}[{position}]")
                 else:
                     self.generic_span(item, "", None)
@@ -140,6 +164,12 @@ class _Collector:
         if _looks_like_span(raw):
             self.generic_span(raw, "", None)
             return
+        for key in _ENVELOPES:
+            inner = raw.get(key)
+            if isinstance(inner, dict):
+                # an API response that wraps the export ({"result": {"resourceSpans": ...}})
+                self.container(inner, f"{where}.{key}")
+                return
         keys = sorted(str(k) for k in raw)[:8]
         raise self.fail(f"a JSON object with keys {keys} at {where}")
 
@@ -178,25 +208,38 @@ class _Collector:
         """Read one span in OTLP JSON or OTel-SDK (``ReadableSpan.to_json``) shape."""
         if not isinstance(span, dict):
             return  # a stray scalar in a span list is noise, not a span
-        if "spanId" in span and "startTimeUnixNano" in span:
-            self.add(otlp_raw_span(span, scope, self.count))
+        name = span.get("name")
+        if name is None:
+            name = span.get("span_name")  # Okahu exports
+        if not isinstance(name, str) or not name.strip():
+            self.reject(span)
             return
-        trace_id, span_id, parent, start, end = _sdk_fields(span)
         own_resource = span.get("resource")
         if isinstance(own_resource, dict):
             self.resource.update(decode_kv_list(own_resource.get("attributes")))
         if not scope:
-            own_scope = span.get("instrumentation_scope") or span.get("instrumentationScope")
+            own_scope = (
+                span.get("instrumentation_scope")
+                or span.get("instrumentationScope")
+                or span.get("instrumentationLibrary")
+                or span.get("scope")
+            )
             if isinstance(own_scope, dict):
                 scope = _text(own_scope.get("name"))
-        name = span.get("name")
+        if "spanId" in span and "startTimeUnixNano" in span:
+            self.add(otlp_raw_span(span, scope, self.count))
+            return
+        trace_id, span_id, parent, start, end = sdk_fields(span)
+        if not normalize_id(span_id) and not to_nanos(start):
+            self.reject(span)  # a span needs an id or a start time besides its name
+            return
         events = span.get("events")
         self.add(
             _new_span(
                 RawSpan,
                 (
                     self.count,
-                    name if isinstance(name, str) else "",
+                    name,
                     normalize_id(trace_id, 32),
                     normalize_id(span_id),
                     normalize_id(parent),
@@ -210,6 +253,11 @@ class _Collector:
             )
         )
 
+    def reject(self, item: dict[str, Any]) -> None:
+        self.skipped += 1
+        if any(key in item for key in _LOG_MARKERS):
+            self.log_records += 1
+
     def add(self, span: RawSpan) -> None:
         self.entries.append(span)
         self.count += 1
@@ -219,7 +267,7 @@ class _Collector:
         procs = processes if isinstance(processes, dict) else {}
         for process in procs.values():
             if isinstance(process, dict):
-                self.resource.update(_process_attributes(process))
+                self.resource.update(process_attributes(process))
         spans = trace.get("spans")
         if not isinstance(spans, list):
             return
@@ -237,13 +285,16 @@ class _Collector:
         if tags.get("error") is True:
             status = "error"
         logs = span.get("logs")
+        process = span.get("process")
+        if isinstance(process, dict):  # a bare Jaeger span carries its own process
+            self.resource.update(process_attributes(process))
         self.add(
             RawSpan(
                 self.count,
                 _text(span.get("operationName")),
                 normalize_id(span.get("traceID"), 32),
                 normalize_id(span.get("spanID")),
-                normalize_id(_jaeger_parent(span)),
+                normalize_id(jaeger_parent(span)),
                 start,
                 end,
                 status,
@@ -258,6 +309,18 @@ def collect_spans(raw: object, *, source: str) -> SpanBatch:
     """Flatten a parsed trace export into raw spans; raise ``TraceError`` when there are none."""
     collector = _Collector(source)
     collector.container(raw, "top level")
+    if not collector.count and collector.log_records:
+        raise TraceError(
+            f"{source}: not a trace: it holds {collector.log_records} OpenTelemetry log "
+            "record(s) and no spans; export the agent's spans (OTLP JSON or Jaeger JSON), "
+            "not its logs"
+        )
+    if not collector.count and collector.skipped:
+        raise TraceError(
+            f"{source}: not a trace: {collector.skipped} object(s) in span position have "
+            "no span name, or neither a span id nor a start time; export the agent's spans "
+            "with an OTLP JSON or Jaeger JSON exporter"
+        )
     if not collector.count:
         raise TraceError(
             f"{source}: the trace holds no spans: expected at least one span in "
@@ -291,34 +354,15 @@ def otlp_raw_span(span: dict[str, Any], scope: str, position: int) -> RawSpan:
 
 
 def _all_plain_otlp(spans: list[Any]) -> bool:
-    """True when every item is an OTLP JSON span object (checked in C, no Python loop)."""
+    """True when every item is a named OTLP JSON span object (checked in C, no Python loop)."""
     try:
-        return all(map(dict.__contains__, spans, repeat("spanId"))) and all(
-            map(dict.__contains__, spans, repeat("startTimeUnixNano"))
+        return (
+            all(map(dict.__contains__, spans, repeat("spanId")))
+            and all(map(dict.__contains__, spans, repeat("startTimeUnixNano")))
+            and all(map(dict.__contains__, spans, repeat("name")))
         )
     except TypeError:  # an item that is not a JSON object
         return False
-
-
-def _sdk_fields(span: dict[str, Any]) -> tuple[object, object, object, object, object]:
-    """Ids and times of a span written by an OTel SDK (or any other camel/snake mix)."""
-    get = span.get
-    context = get("context")
-    ctx = context if isinstance(context, dict) else {}
-    trace_id = get("traceId") or get("trace_id") or ctx.get("trace_id") or ctx.get("traceId")
-    span_id = get("spanId") or get("span_id") or ctx.get("span_id") or ctx.get("spanId")
-    parent: object = get("parentSpanId")
-    if parent is None:
-        parent = get("parent_span_id") or get("parent_id") or get("parent")
-        if isinstance(parent, dict):
-            parent = parent.get("span_id") or parent.get("spanId")
-    start = get("startTimeUnixNano")
-    if start is None:
-        start = get("start_time_unix_nano") or get("start_time") or get("startTime")
-    end = get("endTimeUnixNano")
-    if end is None:
-        end = get("end_time_unix_nano") or get("end_time") or get("endTime")
-    return trace_id, span_id, parent, start, end
 
 
 def _looks_like_span(item: dict[str, Any]) -> bool:
@@ -354,23 +398,3 @@ def _jaeger_events(logs: object) -> tuple[RawEvent, ...]:
             fields = decode_jaeger_tags(log.get("fields"))
             out.append(RawEvent(_text(fields.get("event")), fields))
     return tuple(out)
-
-
-def _jaeger_parent(span: dict[str, Any]) -> object:
-    references = span.get("references")
-    if isinstance(references, list):
-        refs = [r for r in references if isinstance(r, dict)]
-        for ref in refs:
-            if ref.get("refType") == "CHILD_OF":
-                return ref.get("spanID")
-        if refs:
-            return refs[0].get("spanID")
-    return span.get("parentSpanID")
-
-
-def _process_attributes(process: dict[str, Any]) -> dict[str, Any]:
-    attributes = decode_jaeger_tags(process.get("tags"))
-    service = process.get("serviceName")
-    if isinstance(service, str):
-        attributes["service.name"] = service
-    return attributes

@@ -225,7 +225,7 @@ def _column(spans: list[dict[str, Any]], key: str) -> list[Any]:
 
 
 def _ids(raw: list[Any]) -> list[str]:
-    """Span ids: kept as written when every one is plain ASCII alphanumeric text.
+    """Span ids: kept as written when every one is plain lower-case ASCII alphanumeric text.
 
     That is ``normalize_id``'s own fast path, checked for the whole column in a few C
     calls on the joined text instead of once per id.
@@ -239,6 +239,7 @@ def _ids(raw: list[Any]) -> list[str]:
         if (
             packed.count(b"\t") == len(raw) - 1  # no id holds the separator itself
             and packed.replace(b"\t", b"").isalnum()
+            and packed == packed.lower()  # upper-case hex is lower-cased by normalize_id
             and _ZERO_IDS.isdisjoint(raw)  # (so no id is empty either)
             and (
                 # hex ids hold no "x" at all, which rules a "0x" prefix out at memchr speed

@@ -19,7 +19,8 @@ from canon.gates.contracts.otel.values import parse_json_text
 _USER_ROLES = frozenset({"user", "human", "humanmessage"})
 _ASSISTANT_ROLES = frozenset({"assistant", "ai", "model", "aimessage", "aimessagechunk"})
 _PLAIN_INPUT_KEYS = ("gen_ai.user.message", "user_prompt", "prompt", "gen_ai.prompt")
-_WRAPPED_INPUT_KEYS = ("input", "query", "question", "prompt", "user_input")
+# request envelopes: smolagents ``task``, LlamaIndex ``user_msg``, plain input/prompt keys
+_WRAPPED_INPUT_KEYS = ("input", "query", "question", "prompt", "user_input", "task", "user_msg")
 
 
 def request_text(span: RawSpan) -> str | None:
@@ -50,14 +51,24 @@ def request_text(span: RawSpan) -> str | None:
             found = last_text(attrs[key], _USER_ROLES)
             if found:
                 return found
-    for key in ("input.value", "traceloop.entity.input"):
+    for key in ("input.value", "traceloop.entity.input", "ai.prompt"):
         if key in attrs:
             found = _wrapped_text(attrs[key], _USER_ROLES)
             if found:
                 return found
     raw_input = attrs.get("input.value")
-    if isinstance(raw_input, str) and raw_input.strip():
+    # a JSON envelope with no message in it is not the request: look further
+    if (
+        isinstance(raw_input, str)
+        and raw_input.strip()
+        and not isinstance(parse_json_text(raw_input), (dict, list))
+    ):
         return raw_input
+    for event in span.events:
+        if event.name == "data.input":  # Monocle
+            found = _monocle_request(event.attributes.get("input"))
+            if found:
+                return found
     for key in _PLAIN_INPUT_KEYS:
         value = attrs.get(key)
         if isinstance(value, str) and value.strip():
@@ -87,7 +98,9 @@ def answer_text(span: RawSpan) -> str | None:
             if found:
                 return found
     found = _indexed_text(attrs, "gen_ai.completion.", ".content", None, ".role")
-    found = found or _indexed_text(attrs, "llm.output_messages.", ".message.content", None, "")
+    found = found or _indexed_text(
+        attrs, "llm.output_messages.", ".message.content", None, ".message.role"
+    )
     if found:
         return found
     if "gcp.vertex.agent.llm_response" in attrs:
@@ -105,6 +118,17 @@ def answer_text(span: RawSpan) -> str | None:
     output = attrs.get("gen_ai.output")
     if isinstance(output, str) and output.strip() and not _is_tool_call_list(output):
         return output
+    vercel = attrs.get("ai.response.text")
+    if isinstance(vercel, str) and vercel.strip():
+        return vercel
+    for event in reversed(span.events):
+        if event.name == "data.output":  # Monocle
+            found = _monocle_text(
+                event.attributes.get("response", event.attributes.get("output")),
+                ("assistant", "ai"),
+            )
+            if found:
+                return found
     return None
 
 
@@ -136,6 +160,7 @@ def _role(message: object) -> str:
         return str(message[0]).lower()
     if not isinstance(message, dict):
         return ""
+    message = _without_kwargs(message)
     if message.get("lc") == 1:
         ident = message.get("id")
         return str(ident[-1]).lower() if isinstance(ident, list) and ident else ""
@@ -157,6 +182,7 @@ def _message_text(message: object) -> str | None:
         return None
     if message.get("lc") == 1 and isinstance(message.get("kwargs"), dict):
         return _message_text(message["kwargs"].get("content"))
+    message = _without_kwargs(message)
     parts = message.get("parts")
     if isinstance(parts, list):
         return _join_blocks(parts)
@@ -166,6 +192,14 @@ def _message_text(message: object) -> str | None:
     if isinstance(content, (list, dict)):
         return _message_text(content)
     return None
+
+
+def _without_kwargs(message: dict[str, Any]) -> dict[str, Any]:
+    """A LangChain message dumped as ``{"kwargs": {...}}`` without its ``lc`` marker."""
+    kwargs = message.get("kwargs")
+    if isinstance(kwargs, dict) and "role" not in message and "type" not in message:
+        return kwargs
+    return message
 
 
 def _join_blocks(blocks: list[Any] | tuple[Any, ...]) -> str | None:
@@ -195,11 +229,39 @@ def _indexed_text(
     index = 0
     while f"{prefix}{index}{content_suffix}" in attrs or f"{prefix}{index}{role_suffix}" in attrs:
         content = attrs.get(f"{prefix}{index}{content_suffix}")
+        if content is None and content_suffix == ".message.content":
+            content = _content_parts(attrs, f"{prefix}{index}")
         role = attrs.get(f"{prefix}{index}{role_suffix}") if role_suffix else None
         if isinstance(content, str) and content and (roles is None or _in_roles(role, roles)):
             found = content
         index += 1
     return found
+
+
+def _content_parts(attrs: dict[str, Any], prefix: str) -> str | None:
+    """Multi-part content of flattened message ``prefix``, its text parts joined.
+
+    OpenInference writes ``<prefix>.message.contents.M.message_content.text`` (with a
+    ``type``; reasoning parts are not the answer), some exporters ``.message.content.M``.
+    """
+    texts = []
+    part = 0
+    while True:
+        base = f"{prefix}.message.contents.{part}.message_content."
+        kind = attrs.get(base + "type")
+        text = attrs.get(base + "text")
+        if kind is None and text is None:
+            break
+        if isinstance(text, str) and text and kind in (None, "text"):
+            texts.append(text)
+        part += 1
+    part = 0
+    while not texts and f"{prefix}.message.content.{part}" in attrs:
+        text = attrs[f"{prefix}.message.content.{part}"]
+        if isinstance(text, str) and text:
+            texts.append(text)
+        part += 1
+    return "\n".join(texts) or None
 
 
 def _in_roles(role: object, roles: frozenset[str]) -> bool:
@@ -229,6 +291,29 @@ def _wrapped_text(value: object, roles: frozenset[str]) -> str | None:
         return last_text(parsed, roles)
     # a scalar answer (a number, true/false) is still the answer, as written
     return value if isinstance(value, str) and value.strip() and parsed is not None else None
+
+
+def _monocle_request(value: object) -> str | None:
+    """The user's text in a Monocle ``data.input`` event."""
+    items = value if isinstance(value, list) else [value]
+    for item in reversed(items):
+        found = _monocle_text(item, ("user", "human"))
+        if found:
+            return found
+    return None
+
+
+def _monocle_text(value: object, roles: tuple[str, str]) -> str | None:
+    """Monocle message text: plain (or JSON-quoted) text, or ``{"<role>": text}``."""
+    parsed = parse_json_text(value)
+    if isinstance(parsed, str):
+        return parsed if parsed.strip() else None
+    if isinstance(parsed, dict):
+        for role in roles:
+            text = parsed.get(role)
+            if isinstance(text, str) and text.strip():
+                return text
+    return None
 
 
 def _google_response_text(value: object) -> str | None:

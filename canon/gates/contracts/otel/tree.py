@@ -14,7 +14,7 @@ is only where the run's request, answer and id are looked up first: it stays a s
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from itertools import compress
 from operator import not_
 
@@ -72,3 +72,77 @@ def _subtree_size(span_id: str, children: dict[str, list[str]]) -> int:
                 seen.add(child)
                 stack.append(child)
     return len(seen) - 1
+
+
+def repeated_tool_calls(
+    names: Sequence[str],
+    kinds: Sequence[str],
+    span_ids: Sequence[str],
+    parent_ids: Sequence[str],
+    intervals: Callable[[int], tuple[int, int]],
+) -> list[int]:
+    """Positions (start order) of tool-call spans that repeat a call of the same tool.
+
+    Two spans of one call: an MCP request right under the tool span that sent it (Monocle:
+    its child, or grandchild through a session span), or two instrumentations recording it
+    in trees of their own (ADK's spans beside Monocle's), which then overlap in time.
+    Parallel calls of one tool in one tree are separate calls. ``intervals(position)``
+    gives a span's ``(start, end)``; it is asked only when the file holds several trees.
+    """
+    tools = list(compress(range(len(kinds)), map("tool_call".__eq__, kinds)))
+    called = list(map(names.__getitem__, tools))
+    if len(set(called)) == len(called):
+        return []  # every tool called once: the common case costs one set
+    # the usual shape, checked with set passes in C: no tool call sits within two spans
+    # under a tool call, and the file is one tree
+    tool_ids = set(map(span_ids.__getitem__, tools))
+    tool_ids.discard("")
+    parents = set(map(parent_ids.__getitem__, tools))
+    under_tools = set(compress(span_ids, map(tool_ids.__contains__, parent_ids)))
+    known = set(span_ids)
+    known.discard("")
+    # parent ids naming no span in the file mark the top spans; more than one is several trees
+    orphans = set(parent_ids) - known
+    several_trees = len(orphans) > 1 or any(parent_ids.count(o) > 1 for o in orphans)
+    if parents.isdisjoint(tool_ids) and parents.isdisjoint(under_tools) and not several_trees:
+        return []
+    tool_names = dict(zip(tools, called, strict=True))
+    at = dict(zip(span_ids, range(len(span_ids)), strict=True))
+    at.pop("", None)
+    kept: dict[str, dict[int, list[int]]] = {}  # tool name -> top span -> kept calls
+    repeats: list[int] = []
+    for position in tools:
+        name = tool_names[position]
+        parent = at.get(parent_ids[position])
+        if parent is not None and (
+            tool_names.get(parent) == name or tool_names.get(at.get(parent_ids[parent], -1)) == name
+        ):
+            repeats.append(position)
+            continue
+        if not several_trees:
+            continue
+        top = _top(position, at, parent_ids)
+        trees = kept.setdefault(name, {})
+        elsewhere = [other for tree, calls in trees.items() if tree != top for other in calls]
+        if elsewhere and any(
+            _overlap(intervals(other), intervals(position)) for other in elsewhere
+        ):
+            repeats.append(position)
+            continue
+        trees.setdefault(top, []).append(position)
+    return repeats
+
+
+def _top(position: int, at: dict[str, int], parent_ids: Sequence[str]) -> int:
+    """The top span of the tree ``position`` is in."""
+    seen = {position}
+    while True:
+        parent = at.get(parent_ids[position])
+        if parent is None or parent in seen:
+            return position
+        seen.add(parent)
+        position = parent
+
+
+def _overlap(first: tuple[int, int], second: tuple[int, int]) -> bool:
+    return first[0] <= max(first[1], second[0]) and second[0] <= max(second[1], first[0])

@@ -6,6 +6,8 @@ Every decoder is total: an odd-typed input yields a neutral value (``None``, ``"
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from datetime import datetime
 from typing import Any
@@ -13,6 +15,11 @@ from typing import Any
 from canon.gates.contracts.execution import StepStatus
 
 _ZERO_IDS = frozenset({"", "0", "0000000000000000", "00000000000000000000000000000000"})
+_HEX_DIGITS = frozenset("0123456789abcdef")
+_BASE64_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+# padded base64 length -> decoded byte length: span ids (8 bytes) and trace ids (16); the
+# padding is what tells base64 apart from an id that merely is not hex ("adot-tool-1")
+_BASE64_WIDTHS = {12: 8, 24: 16}
 
 # JSON text starts with one of these once leading blanks are gone; anything else is prose.
 _JSON_STARTS = frozenset('{["-0123456789tfn')
@@ -139,12 +146,17 @@ def _to_float(raw: object) -> Any:
 
 
 def normalize_id(raw: object, width: int = 16) -> str:
-    """Render a trace or span id as lower-case hex; integers are padded to ``width`` digits."""
+    """Render a trace or span id as lower-case hex; integers are padded to ``width`` digits.
+
+    Base64 ids (Tempo, OTLP protobuf JSON) are decoded to hex, so the id matches what
+    Tempo, Jaeger and the agent's own logs show; an id that is neither stays as written,
+    lower-cased.
+    """
     if raw.__class__ is str:
         # fast path: OTLP and Jaeger ids are already lower-case hex without a prefix
         if raw in _ZERO_IDS:
             return ""
-        if raw.isalnum() and raw[:2] not in ("0x", "0X"):
+        if raw.isalnum() and (raw.islower() or raw.isdigit()) and raw[:2] not in ("0x", "0X"):
             return raw
     if isinstance(raw, bool) or raw is None:
         return ""
@@ -152,10 +164,27 @@ def normalize_id(raw: object, width: int = 16) -> str:
         return format(raw, f"0{width}x") if raw > 0 else ""
     if not isinstance(raw, str):
         return ""
-    text = raw.strip().lower()
+    text = raw.strip()
+    if not _HEX_DIGITS.issuperset(text.lower()):
+        decoded = _base64_hex(text)
+        if decoded is not None:
+            text = decoded
+    text = text.lower()
     if text.startswith("0x"):
         text = text[2:]
     return "" if text in _ZERO_IDS or not text.strip("0") else text
+
+
+def _base64_hex(text: str) -> str | None:
+    """Hex of a base64 trace id (16 bytes) or span id (8 bytes); ``None`` if it is not one."""
+    size = _BASE64_WIDTHS.get(len(text))
+    if size is None or not text.endswith("=") or not _BASE64_CHARS.issuperset(text):
+        return None
+    try:
+        data = base64.b64decode(text, validate=True)
+    except (ValueError, binascii.Error):
+        return None
+    return data.hex() if len(data) == size else None
 
 
 def to_nanos(raw: object) -> int:
@@ -178,6 +207,11 @@ def to_nanos(raw: object) -> int:
             return _iso_nanos(text)
     if isinstance(raw, (int, float)):
         return _scale(raw)
+    if isinstance(raw, list) and len(raw) == 2:
+        # a JS SDK HrTime: [seconds, nanoseconds]
+        seconds, nanos = raw
+        if seconds.__class__ is int and nanos.__class__ is int and seconds > 0 <= nanos:
+            return seconds * 1_000_000_000 + nanos
     return 0
 
 

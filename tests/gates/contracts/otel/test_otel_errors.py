@@ -70,12 +70,12 @@ def test_non_string_text_is_refused() -> None:
         parse_trace_text(b"{}", source="b")  # type: ignore[arg-type]
 
 
-def test_odd_typed_span_fields_do_not_lose_the_span() -> None:
+def test_odd_typed_span_fields_do_not_lose_a_named_span() -> None:
     raw = {
         "spans": [
             {
-                "name": 7,
-                "spanId": ["x"],
+                "name": "lookup",
+                "spanId": "ab12",
                 "parentSpanId": {"a": 1},
                 "startTimeUnixNano": "not a time",
                 "status": [1],
@@ -85,6 +85,12 @@ def test_odd_typed_span_fields_do_not_lose_the_span() -> None:
         ]
     }
     execution = normalize_trace(raw)
-    assert execution.step_names() == ("(unnamed span)",)
+    assert execution.step_names() == ("lookup",)
     assert execution.steps[0].start_ns == 0
     assert execution.steps[0].status == "unset"
+
+
+def test_an_object_without_a_span_name_or_id_is_not_a_span() -> None:
+    raw = {"spans": [{"name": 7, "spanId": ["x"], "startTimeUnixNano": "not a time"}]}
+    with pytest.raises(TraceError, match="not a trace: 1 object"):
+        normalize_trace(raw)

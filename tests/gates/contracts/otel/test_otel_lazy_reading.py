@@ -12,12 +12,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from canon.gates.contracts.execution import Step
+from canon.gates.contracts.execution import NO_PAYLOAD, Step
 from canon.gates.contracts.otel import normalize_trace
 from canon.gates.contracts.otel.attributes import KVAttributes
 from canon.gates.contracts.otel.spans import collect_spans
 from canon.gates.contracts.otel.steps import step_from_raw
-from canon.gates.contracts.otel.tree import in_start_order
+from canon.gates.contracts.otel.tree import in_start_order, repeated_tool_calls
 from canon.gates.contracts.otel.values import decode_kv_list
 
 CORPUS = Path(__file__).resolve().parents[3] / "corpus" / "traces"
@@ -47,7 +47,17 @@ def _view(step: Step) -> str:
 def _eager_views(raw: object) -> list[str]:
     """Every span decoded at once and classified by the full rules, in start order."""
     spans = in_start_order(collect_spans(raw, source="t").spans)
-    return [_view(step_from_raw(span)) for span in spans]
+    steps = [step_from_raw(span) for span in spans]
+    repeats = repeated_tool_calls(
+        [step.name for step in steps],
+        [step.kind for step in steps],
+        [step.span_id for step in steps],
+        [step.parent_id for step in steps],
+        lambda at: (steps[at].start_ns, steps[at].end_ns),
+    )
+    for at in repeats:  # one call recorded twice counts once, on both roads
+        steps[at] = steps[at]._replace(kind="custom", payload=NO_PAYLOAD)
+    return [_view(step) for step in steps]
 
 
 def _otlp(spans: list[Any]) -> dict[str, Any]:
@@ -237,13 +247,16 @@ times = st.one_of(
     st.none(),
 )
 random_spans = st.fixed_dictionaries(
-    {"spanId": span_ids, "startTimeUnixNano": times, "attributes": attribute_lists},
-    optional={
+    {
+        "spanId": span_ids,
+        "startTimeUnixNano": times,
+        "attributes": attribute_lists,
         "name": st.one_of(st.sampled_from(["chat", "execute_tool x", "agent run", "s"]), scalars),
+    },
+    optional={
         "parentSpanId": span_ids,
         "endTimeUnixNano": times,
         "status": st.one_of(st.fixed_dictionaries({"code": scalars}), scalars),
-        "traceId": span_ids,
     },
 )
 

@@ -156,11 +156,29 @@ def test_random_containers_give_an_execution_or_a_trace_error(raw: Any) -> None:
 
 @SETTINGS
 @given(st.lists(spans, min_size=1, max_size=8))
-def test_every_span_dict_in_an_otlp_export_becomes_one_step(span_dicts: list[Any]) -> None:
+def test_every_named_span_dict_in_an_otlp_export_becomes_one_step(span_dicts: list[Any]) -> None:
+    for at, span in enumerate(span_dicts):  # one trace, every span named and with an id
+        span.pop("traceId", None)
+        span["name"] = f"s{at}"
+        span["spanId"] = f"{at + 1:016x}"
     raw = {"resourceSpans": [{"scopeSpans": [{"spans": span_dicts}]}]}
     execution = _check(raw)
     assert execution is not None
     assert len(execution.steps) == len(span_dicts)
+
+
+@SETTINGS
+@given(st.lists(spans, min_size=1, max_size=8))
+def test_a_span_list_without_any_named_span_is_not_a_trace(span_dicts: list[Any]) -> None:
+    for span in span_dicts:
+        span.pop("name", None)
+    raw = {"resourceSpans": [{"scopeSpans": [{"spans": span_dicts}]}]}
+    try:
+        normalize_trace(raw, source="prop")
+    except TraceError as error:
+        assert "not a trace" in str(error)
+    else:
+        raise AssertionError("a list of nameless objects was read as a trace")
 
 
 @SETTINGS
