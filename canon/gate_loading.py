@@ -11,7 +11,7 @@ from canon.core.artifact import Artifact
 from canon.errors import GateError, InputError
 from canon.gates.outcome import GateOutcome
 from canon.runner import ArtifactGate
-from canon.store import read_text
+from canon.store import read_bytes, read_text
 
 PolicySpec = Any  # a Policy, a policy mapping, or the path of a policy JSON file
 ContractSpec = Any  # a Contract, a contract mapping, a YAML path, or a bundled template name
@@ -19,16 +19,20 @@ ContractSpec = Any  # a Contract, a contract mapping, a YAML path, or a bundled 
 
 def policy_gate(spec: PolicySpec) -> ArtifactGate:
     """A gate that checks each artifact's structured response against a JSON policy."""
-    from canon.gates.policy import Policy, decode_json_bytes, policy_outcome, validate_policy
+    from canon.gates.policy import (
+        MAX_INPUT_BYTES,
+        Policy,
+        decode_json_bytes,
+        policy_outcome,
+        validate_policy,
+    )
 
     if isinstance(spec, Policy):
         policy = spec
     elif isinstance(spec, str | os.PathLike):
         path = Path(spec)
-        try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise GateError(f"policy file {path} cannot be read: {exc.strerror}") from None
+        # A regular file within the policy gate's own size limit, never a FIFO or device.
+        data = read_bytes(path, "policy file", GateError, limit=MAX_INPUT_BYTES)
         policy = validate_policy(decode_json_bytes(data, what=f"policy {path}"))
     elif isinstance(spec, Mapping):
         policy = validate_policy(dict(spec))

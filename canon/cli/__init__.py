@@ -7,6 +7,9 @@ from typing import Any
 
 import click
 
+from canon.cli.common import report_canon_error, report_internal_error
+from canon.errors import CanonError
+
 # name -> "module:attribute"; loaded only when the subcommand runs, so `canon --help`
 # stays fast and never pulls in litellm or scipy.
 _COMMANDS: dict[str, str] = {
@@ -41,6 +44,17 @@ class _LazyGroup(click.Group):
         module_name, _, attribute = target.partition(":")
         command: click.Command = getattr(importlib.import_module(module_name), attribute)
         return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the subcommand; whatever escapes it never exits 1 (see cli.common)."""
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except CanonError as exc:
+            report_canon_error(exc)
+        except Exception as exc:  # the last line of defence
+            report_internal_error(exc)
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Listing summaries from a static table avoids importing every subcommand.

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import os
 import sys
 import time
 from collections.abc import Mapping, Sequence
@@ -55,7 +56,7 @@ from canon.judge.base import JudgeRequest
 from canon.judge.cache import fresh_judge
 from canon.judge.sync import run_sync
 from canon.runner import DEFAULT_CONCURRENCY, ScoringPlan
-from canon.store import dump_json, read_json, write_json_atomic
+from canon.store import BASELINE_LIMIT, dump_json, read_json, write_json_atomic
 
 
 @click.command()
@@ -104,7 +105,13 @@ def accept(
     path = baseline_path(config, suite)
     document = baseline_to_data(baseline)
     unchanged = path.is_file() and path.read_text(encoding="utf-8") == dump_json(document)
-    write_json_atomic(path, document)
+    try:
+        write_json_atomic(path, document)
+    except OSError as exc:
+        raise BaselineError(
+            f"cannot write the baseline {shown(path)}: {exc.strerror or exc}; "
+            "make it a writable file path"
+        ) from None
     canon_count = sum(r.canon for r in results)
     click.echo(
         f"accepted suite '{suite.stem}': {len(results)} artifact(s) ({canon_count} canon, "
@@ -183,11 +190,11 @@ def baseline_path(config: Config, suite: Path) -> Path:
 
 def read_baseline(path: Path, *, suite_name: str) -> Baseline:
     """Read and validate a suite's baseline file."""
-    if not path.exists():
+    if not os.path.lexists(path):  # a broken link or a loop is read below, and reported
         raise BaselineError(
             f"no baseline for suite '{suite_name}' at {shown(path)}; run \"canon accept\""
         )
-    data = read_json(path, "baseline", BaselineError)
+    data = read_json(path, "baseline", BaselineError, limit=BASELINE_LIMIT)
     return baseline_from_data(data, source=shown(path))
 
 
@@ -195,7 +202,7 @@ def shown(path: Path) -> str:
     """A path as the user would type it: relative to here when it is below here."""
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
         return str(path)
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
@@ -14,19 +16,57 @@ from canon.errors import CanonError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
+# Not 1 (a regression), 2 (bad input) or 3 (judge unavailable): a CI job must never read
+# Canon's own bug as a verdict about the code under test.
+INTERNAL_ERROR_EXIT_CODE = 4
+# Set to any value to print the traceback of an internal error as well.
+TRACEBACK_VARIABLE = "CANON_TRACEBACK"
+# Exceptions click itself turns into usage messages and exit codes.
+_CLICK_FLOW = (click.ClickException, click.exceptions.Exit, click.exceptions.Abort)
+
 
 def reports_errors(command: F) -> F:
-    """Turn a CanonError into one line on stderr and its exit code, never a traceback."""
+    """Turn a CanonError into one line on stderr and its exit code, never a traceback.
+
+    Any other exception is a bug in Canon: one line naming the command and the exception,
+    and exit code 4.
+    """
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return command(*args, **kwargs)
         except CanonError as exc:
-            click.echo(f"canon: error: {exc}", err=True)
-            sys.exit(exc.exit_code)
+            report_canon_error(exc)
+        except _CLICK_FLOW:
+            raise
+        except Exception as exc:  # the last line of defence
+            report_internal_error(exc)
 
     return wrapper  # type: ignore[return-value]
+
+
+def report_canon_error(exc: CanonError) -> NoReturn:
+    """Print a deliberate error as one line and exit with its code."""
+    click.echo(f"canon: error: {exc}", err=True)
+    sys.exit(exc.exit_code)
+
+
+def report_internal_error(exc: BaseException) -> NoReturn:
+    """Print an unexpected exception as one line (and its traceback on request), exit 4."""
+    context = click.get_current_context(silent=True)
+    command = context.command_path if context is not None else "canon"
+    detail = " ".join(str(exc).split())[:300]
+    if os.environ.get(TRACEBACK_VARIABLE):
+        traceback.print_exception(exc, file=sys.stderr)
+    click.echo(
+        f"canon: internal error in '{command}': {type(exc).__name__}"
+        + (f": {detail}" if detail else "")
+        + f"; this is a bug in Canon, please report it with the command you ran "
+        f"(set {TRACEBACK_VARIABLE}=1 to see the traceback)",
+        err=True,
+    )
+    sys.exit(INTERNAL_ERROR_EXIT_CODE)
 
 
 config_option = click.option(

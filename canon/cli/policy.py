@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import stat
 import sys
 from typing import IO, Any, NoReturn
 
@@ -128,6 +129,12 @@ def read_input(source: str, what: str) -> bytes:
     if source == _STDIN:
         return sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
     try:
+        # Only a regular file: a FIFO would block the command, a device never end.
+        if not stat.S_ISREG(os.stat(source).st_mode):
+            raise PolicyError(
+                "INVALID_JSON_INPUT",
+                f"the {what} file {source} is not a regular file; pass a JSON file or - for stdin",
+            )
         with open(source, "rb") as handle:
             return handle.read(MAX_INPUT_BYTES + 1)
     except OSError as exc:

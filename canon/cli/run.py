@@ -121,7 +121,8 @@ def load_run(
     suite = suite_path or config.suite
     if suite is None:
         raise ConfigError("no suite to score: pass --suite FILE or set 'suite' in canon.yaml")
-    return config, suite, read_suite(suite)
+    roots = None if config.allow_outside_paths else config.project_roots
+    return config, suite, read_suite(suite, roots=roots)
 
 
 def build_plan(config: Config, *, use_cache: bool = True) -> ScoringPlan:
