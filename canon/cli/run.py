@@ -172,11 +172,33 @@ def score_with_progress(
         score_artifacts(plan, artifacts, concurrency=config.concurrency, on_result=progress)
     )
     judge = plan.judge
-    if not quiet and isinstance(judge, CachingJudge) and judge.hits:
+    if isinstance(judge, CachingJudge):
+        _cache_notes(judge, quiet)
+    return results
+
+
+def _cache_notes(judge: CachingJudge, quiet: bool) -> None:
+    """Say what the answer cache did; damaged entries and a busy file are said even if quiet."""
+    cache = judge.cache
+    unsaved = cache.flush(wait=True)  # the run is scored: now wait for a busy file once more
+    if not quiet and judge.hits:
         asked = judge.hits + judge.misses
         click.echo(
-            f"judge cache: {judge.hits} of {asked} answer(s) reused from {judge.cache.path} "
+            f"judge cache: {judge.hits} of {asked} answer(s) reused from {cache.path} "
             "(--no-cache asks every question anew)",
             err=True,
         )
-    return results
+    if cache.discarded:
+        click.echo(
+            f"judge cache: note: discarded {cache.discarded} unreadable entr"
+            f"{'y' if cache.discarded == 1 else 'ies'} in {cache.path} and asked the judge "
+            "again; the fresh answers replace them",
+            err=True,
+        )
+    if unsaved:
+        click.echo(
+            f"judge cache: note: {cache.path} is busy (another process holds its write lock); "
+            f"{unsaved} answer(s) of this run were used but not saved, and will be asked "
+            "again next run",
+            err=True,
+        )

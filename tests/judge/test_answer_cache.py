@@ -148,15 +148,14 @@ def test_a_cache_in_a_place_that_cannot_be_written_stops_with_a_clear_error(
         "[1, 2]",
     ],
 )
-def test_an_entry_that_is_not_an_answer_is_an_error_not_an_answer(
-    tmp_path: Path, stored: str
-) -> None:
+def test_an_entry_that_is_not_an_answer_is_discarded_not_used(tmp_path: Path, stored: str) -> None:
     path = tmp_path / "cache.sqlite3"
     cache = AnswerCache(path)
     with sqlite3.connect(path) as db:
         db.execute("INSERT INTO answers VALUES (?, ?)", ("k", stored))
-    with pytest.raises(CacheError, match="not a judge answer"):
-        cache.get("k")
+    assert cache.get("k") is None and cache.discarded == 1
+    cache.put("k", Answer(distribution={"yes": 1.0}))  # the fresh answer replaces it
+    assert cache.get("k") == Answer(distribution={"yes": 1.0}) and cache.discarded == 1
 
 
 def test_answers_round_trip_with_their_rationale(tmp_path: Path) -> None:
