@@ -55,6 +55,7 @@ from canon.errors import (
 from canon.judge.base import JudgeRequest
 from canon.judge.cache import fresh_judge
 from canon.judge.sync import run_sync
+from canon.report.text import printable
 from canon.runner import DEFAULT_CONCURRENCY, ScoringPlan
 from canon.store import BASELINE_LIMIT, dump_json, read_json, write_json_atomic
 
@@ -121,7 +122,8 @@ def accept(
     non_canon = [r.key for r in results if not r.canon]
     if non_canon:
         click.echo(
-            f"warning: recorded {len(non_canon)} non-canon artifact(s) ({', '.join(non_canon)}); "
+            f"warning: recorded {len(non_canon)} non-canon artifact(s) "
+            f"({printable(', '.join(non_canon))}); "
             '"canon check" fails until they cohere'
         )
 
@@ -303,7 +305,7 @@ def render_check(comparison: Comparison, baseline: Baseline, *, suite: str, path
         lines.append("notes:")
         lines.extend(f"  - {note}" for note in c.notes)
     lines.append(remedy(c, baseline))
-    return "\n".join(lines) + "\n"
+    return "\n".join(map(printable, lines)) + "\n"
 
 
 def _drift_lines(drift: Drift) -> list[str]:

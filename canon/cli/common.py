@@ -48,15 +48,19 @@ def reports_errors(command: F) -> F:
 
 def report_canon_error(exc: CanonError) -> NoReturn:
     """Print a deliberate error as one line and exit with its code."""
-    click.echo(f"canon: error: {exc}", err=True)
+    from canon.report.text import printable  # here, so `canon --help` stays light
+
+    click.echo(f"canon: error: {printable(str(exc))}", err=True)
     sys.exit(exc.exit_code)
 
 
 def report_internal_error(exc: BaseException) -> NoReturn:
     """Print an unexpected exception as one line (and its traceback on request), exit 4."""
+    from canon.report.text import printable
+
     context = click.get_current_context(silent=True)
     command = context.command_path if context is not None else "canon"
-    detail = " ".join(str(exc).split())[:300]
+    detail = printable(" ".join(str(exc).split())[:300])
     if os.environ.get(TRACEBACK_VARIABLE):
         traceback.print_exception(exc, file=sys.stderr)
     click.echo(

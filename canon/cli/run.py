@@ -20,6 +20,7 @@ from canon.judge.factory import judge_from_spec
 from canon.judge.sync import run_sync
 from canon.report.html import html_report
 from canon.report.junit import junit_xml
+from canon.report.text import printable
 from canon.runner import ArtifactGate, ScoringPlan, score_artifacts
 from canon.store import constitution_from_file, load_rubric, write_text_atomic
 from canon.suite import read_suite
@@ -166,7 +167,7 @@ def score_with_progress(
     def progress(done: int, total: int, result: ArtifactResult) -> None:
         if not quiet:
             verdict = "canon" if result.canon else "NON-CANON"
-            click.echo(f"[{done}/{total}] {result.key} {verdict}", err=True)
+            click.echo(f"[{done}/{total}] {printable(result.key)} {verdict}", err=True)
 
     results = run_sync(
         score_artifacts(plan, artifacts, concurrency=config.concurrency, on_result=progress)
