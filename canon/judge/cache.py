@@ -76,6 +76,11 @@ class AnswerCache:
         self.discarded = 0  # entries that were not answers, deleted and asked again
         self._pending: dict[str, str] = {}  # answers waiting for a busy file's lock
         self._busy = False
+        if path.is_dir():
+            raise CacheError(
+                f"{path}: the judge answer cache is a directory, expected a file; set "
+                "'judge_cache' in canon.yaml to a file path, or run with --no-cache"
+            )
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             # autocommit: each insert commits on its own, nothing is left pending; the
