@@ -54,7 +54,19 @@ class _LazyGroup(click.Group):
         except CanonError as exc:
             report_canon_error(exc)
         except Exception as exc:  # the last line of defence
-            report_internal_error(exc)
+            report_internal_error(exc, self._command_named(ctx, exc))
+
+    @staticmethod
+    def _command_named(ctx: click.Context, exc: BaseException) -> str:
+        """The innermost command the exception escaped (``canon policy evaluate``)."""
+        path = ctx.command_path
+        trace = exc.__traceback__
+        while trace is not None:  # click's invoke frames each hold that command's context
+            local = trace.tb_frame.f_locals.get("ctx")
+            if isinstance(local, click.Context):
+                path = local.command_path
+            trace = trace.tb_next
+        return path
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Listing summaries from a static table avoids importing every subcommand.

@@ -54,12 +54,13 @@ def report_canon_error(exc: CanonError) -> NoReturn:
     sys.exit(exc.exit_code)
 
 
-def report_internal_error(exc: BaseException) -> NoReturn:
+def report_internal_error(exc: BaseException, command: str | None = None) -> NoReturn:
     """Print an unexpected exception as one line (and its traceback on request), exit 4."""
     from canon.report.text import printable
 
-    context = click.get_current_context(silent=True)
-    command = context.command_path if context is not None else "canon"
+    if command is None:
+        context = click.get_current_context(silent=True)
+        command = context.command_path if context is not None else "canon"
     detail = printable(" ".join(str(exc).split())[:300])
     if os.environ.get(TRACEBACK_VARIABLE):
         traceback.print_exception(exc, file=sys.stderr)
