@@ -356,3 +356,43 @@ def test_a_deliberate_error_raised_outside_a_command_body_keeps_its_exit_code(
     monkeypatch.setattr(policy_cli, "read_input", unavailable)
     result = CliRunner().invoke(main, ["policy", "evaluate", "policy.json", "x.json"])
     assert result.exit_code == 3 and "canon: error: the judge is down" in result.output
+
+
+def test_ctrl_c_is_never_exit_1(monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    import canon.cli.policy as policy_cli
+    from canon.cli import main
+
+    def interrupted(source: str, what: str) -> bytes:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(policy_cli, "read_input", interrupted)
+    result = CliRunner().invoke(main, ["policy", "evaluate", "policy.json", "x.json"])
+    assert result.exit_code == 130 and "canon: interrupted" in result.output
+
+
+@pytest.mark.parametrize(
+    ("damage", "args", "message"),
+    [
+        (_fifo("policy.json"), ["policy.json", RESPONSE], "policy file policy.json is not a"),
+        (_write(RESPONSE, DEEP_JSON), ["policy.json", RESPONSE], f"response {RESPONSE} exceeds"),
+        (
+            _write("policy.json", '{"schema_version": "2.0"}'),
+            ["policy.json", RESPONSE],
+            "policy.json: policy has missing field(s)",
+        ),
+    ],
+    ids=["policy fifo", "deep response", "invalid policy"],
+)
+def test_canon_policy_evaluate_names_the_bad_file(
+    project: Path, damage: Damage, args: list[str], message: str
+) -> None:
+    import json
+
+    damage(project)
+    completed = _canon(project, "policy", "evaluate", *args, timeout=30)
+    assert completed.returncode == 2 and completed.stdout == ""
+    error = json.loads(completed.stderr)["error"]
+    assert error["code"] in {"INVALID_JSON_INPUT", "INVALID_POLICY"}
+    assert message in error["message"], error

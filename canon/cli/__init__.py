@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 import click
 
-from canon.cli.common import report_canon_error, report_internal_error
+from canon.cli.common import INTERRUPTED_EXIT_CODE, report_canon_error, report_internal_error
 from canon.errors import CanonError
 
 # name -> "module:attribute"; loaded only when the subcommand runs, so `canon --help`
@@ -53,6 +54,11 @@ class _LazyGroup(click.Group):
             raise
         except CanonError as exc:
             report_canon_error(exc)
+        except KeyboardInterrupt:
+            # click would print "Aborted!" and exit 1, the regression code; 130 is the
+            # shell's own code for a run stopped by Ctrl-C.
+            click.echo("canon: interrupted", err=True)
+            sys.exit(INTERRUPTED_EXIT_CODE)
         except Exception as exc:  # the last line of defence
             report_internal_error(exc, self._command_named(ctx, exc))
 

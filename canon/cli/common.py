@@ -19,6 +19,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 # Not 1 (a regression), 2 (bad input) or 3 (judge unavailable): a CI job must never read
 # Canon's own bug as a verdict about the code under test.
 INTERNAL_ERROR_EXIT_CODE = 4
+INTERRUPTED_EXIT_CODE = 130  # Ctrl-C, as shells report it
 # Set to any value to print the traceback of an internal error as well.
 TRACEBACK_VARIABLE = "CANON_TRACEBACK"
 # Exceptions click itself turns into usage messages and exit codes.
