@@ -168,8 +168,8 @@ def _read_settings(path: Path) -> Mapping[str, Any]:
 
 def _has_tool_canon(path: Path) -> bool:
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        document = tomllib.loads(read_text(path, "pyproject", ConfigError, limit=SETTINGS_LIMIT))
+    except (ConfigError, tomllib.TOMLDecodeError):
         return False  # an unreadable pyproject is not ours to judge during discovery
     return isinstance(document.get("tool", {}).get("canon"), dict)
 
