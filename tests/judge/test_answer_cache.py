@@ -216,7 +216,7 @@ db.execute("COMMIT")
 
 
 def test_a_write_lock_held_by_another_process_delays_answers_but_loses_none(
-    tmp_path: Path,
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     import subprocess
     import sys
@@ -238,6 +238,13 @@ def test_a_write_lock_held_by_another_process_delays_answers_but_loses_none(
         assert cache.unsaved == 3
         assert cache.get("k1") == answers["k1"]  # a pending answer is still an answer
         assert cache.flush(wait=True) == 3  # still busy after waiting once more
+        from canon.cli.run import _cache_notes
+
+        _cache_notes(CachingJudge(LiteLLMJudge("openai/gpt-x"), cache), quiet=True)
+        note = capsys.readouterr().err
+        assert f"{path} is busy (another process holds its write lock)" in note
+        assert "3 answer(s) of this run were used but not saved" in note
+        assert "delete" not in note
     finally:
         assert holder.stdin is not None
         holder.stdin.write("\n")
