@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import os
@@ -9,7 +10,7 @@ import re
 import stat
 import tempfile
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -38,18 +39,27 @@ class _StrictLoader(yaml.SafeLoader):
 
     _depth = 0
 
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
-        """Compose one node, counting how deep inside collections it sits."""
+    # Only collections nest, so only they are counted: a scalar costs nothing extra.
+    def compose_sequence_node(self, anchor: Any) -> yaml.SequenceNode:
+        """Compose a list, one level deeper."""
+        with self._nested():
+            return super().compose_sequence_node(anchor)
+
+    def compose_mapping_node(self, anchor: Any) -> yaml.MappingNode:
+        """Compose a mapping, one level deeper."""
+        with self._nested():
+            return super().compose_mapping_node(anchor)
+
+    @contextlib.contextmanager
+    def _nested(self) -> Iterator[None]:
         self._depth += 1
         try:
             if self._depth > MAX_YAML_DEPTH:
+                mark = self.peek_event().start_mark  # type: ignore[no-untyped-call]
                 raise yaml.composer.ComposerError(
-                    None,
-                    None,
-                    f"nested deeper than {MAX_YAML_DEPTH} levels",
-                    self.peek_event().start_mark,  # type: ignore[no-untyped-call]
+                    None, None, f"nested deeper than {MAX_YAML_DEPTH} levels", mark
                 )
-            return super().compose_node(parent, index)
+            yield
         finally:
             self._depth -= 1
 
