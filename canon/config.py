@@ -124,7 +124,7 @@ def _is_config_file(candidate: Path) -> bool:
 
 def load_config(explicit: Path | None = None, *, cwd: Path | None = None) -> Config:
     """Load the project's config: ``explicit`` if given, else the discovered one."""
-    cwd = (cwd or Path.cwd()).resolve()
+    cwd = (cwd or _current_directory()).resolve()
     if explicit is not None:
         path = cwd / explicit
         if not os.path.lexists(path):
@@ -145,6 +145,15 @@ def load_config(explicit: Path | None = None, *, cwd: Path | None = None) -> Con
             judge_cache=cwd / DEFAULT_JUDGE_CACHE,
         )
     return config_from_mapping(_read_settings(found), source=found, base_dir=found.parent)
+
+
+def _current_directory() -> Path:
+    try:
+        return Path.cwd()
+    except OSError as exc:  # the directory was removed under the command
+        raise ConfigError(
+            f"the current directory cannot be used ({exc.strerror}); cd into the project"
+        ) from None
 
 
 def _read_settings(path: Path) -> Mapping[str, Any]:

@@ -188,6 +188,11 @@ CASES: dict[str, tuple[Damage, str, str]] = {
         "missing field(s)",
     ),
     "a trace that is no trace": (_write(TRACE, "{}"), TRACE, "not a trace"),
+    "a judge_model of the wrong form": (
+        _replace("canon.yaml", "mock:judge-script.yaml", "nonsense"),
+        "canon.yaml",
+        "judge_model 'nonsense' is not of the form provider:model",
+    ),
     "a mock judge script naming a label the question lacks": (
         _write("judge-script.yaml", "__default__: maybe\n"),
         "judge-script.yaml",
@@ -396,3 +401,19 @@ def test_canon_policy_evaluate_names_the_bad_file(
     error = json.loads(completed.stderr)["error"]
     assert error["code"] in {"INVALID_JSON_INPUT", "INVALID_POLICY"}
     assert message in error["message"], error
+
+
+def test_a_current_directory_removed_under_the_command_is_exit_2(tmp_path: Path) -> None:
+    script = (
+        "import os, sys\n"
+        "os.chdir(sys.argv[1]); os.rmdir(sys.argv[1])\n"
+        "from canon.cli import main\n"
+        "main(['score'], prog_name='canon')\n"
+    )
+    gone = tmp_path / "gone"
+    gone.mkdir()
+    completed = subprocess.run(
+        [sys.executable, "-c", script, str(gone)], capture_output=True, text=True, timeout=60
+    )
+    assert completed.returncode == 2
+    assert "the current directory cannot be used" in _one_error_line(completed)

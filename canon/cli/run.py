@@ -136,9 +136,15 @@ def build_plan(config: Config, *, use_cache: bool = True) -> ScoringPlan:
     constitution = constitution_from_file(config.constitution_path)
     rubric = load_rubric()
     gates = _config_gates(config)
-    judge = judge_from_spec(
-        config.judge_model, base_dir=config.base_dir, options=config.judge_options
-    )
+    try:
+        judge = judge_from_spec(
+            config.judge_model, base_dir=config.base_dir, options=config.judge_options
+        )
+    except ConfigError as exc:
+        # The factory speaks of the settings by name; say which file holds them.
+        if config.source is None or not str(exc).startswith(("judge_model", "judge_options")):
+            raise
+        raise ConfigError(f"{config.source}: {exc}") from None
     # Opened last, so a config error above never leaves an empty cache file behind.
     judge = cached_judge(judge, config.judge_cache if use_cache else None)
     return ScoringPlan(
