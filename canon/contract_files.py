@@ -50,7 +50,10 @@ def read_trace(path: Path, *, metadata: Mapping[str, Any] | None = None) -> Exec
     from canon.gates.contracts.otel import normalize_trace, parse_trace_text
 
     text = read_text(path, "trace", InputError)
-    raw = parse_trace_text(text, source=str(path))
+    try:
+        raw = parse_trace_text(text, source=str(path))
+    except ValueError as exc:  # e.g. an integer beyond CPython's digit limit
+        raise InputError(f"{path}: the trace is not valid JSON: {exc}") from None
     return normalize_trace(raw, metadata=dict(metadata) if metadata else None, source=str(path))
 
 

@@ -80,6 +80,21 @@ def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[An
 _StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
+def _construct_text(loader: _StrictLoader, node: yaml.ScalarNode) -> str:
+    # A "\ud800" escape makes a lone surrogate, which no file, digest or report can hold.
+    value: str = loader.construct_scalar(node)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise yaml.constructor.ConstructorError(
+            None, None, f"text holds a lone surrogate ({exc.object[exc.start]!a})", node.start_mark
+        ) from None
+    return value
+
+
+_StrictLoader.add_constructor("tag:yaml.org,2002:str", _construct_text)
+
+
 def read_bytes(
     path: Path, what: str, error: type[CanonError] = InputError, *, limit: int = DEFAULT_LIMIT
 ) -> bytes:

@@ -188,6 +188,21 @@ CASES: dict[str, tuple[Damage, str, str]] = {
         "missing field(s)",
     ),
     "a trace that is no trace": (_write(TRACE, "{}"), TRACE, "not a trace"),
+    "a trace holding an integer of 5000 digits": (
+        _write(TRACE, '{"resourceSpans": [' + "1" * 5000 + "]}"),
+        TRACE,
+        "the trace is not valid JSON: Exceeds the limit",
+    ),
+    "a suite text with a lone surrogate escape": (
+        _write("suite.yaml", 'artifacts:\n  - text: "\\ud800"\n'),
+        "suite.yaml",
+        "lone surrogate",
+    ),
+    "a constitution with a lone surrogate escape": (
+        _write("constitution.yaml", 'mission: "x \\udfff"\nprinciples: [a]\n'),
+        "constitution.yaml",
+        "lone surrogate",
+    ),
     "a judge_model of the wrong form": (
         _replace("canon.yaml", "mock:judge-script.yaml", "nonsense"),
         "canon.yaml",
