@@ -191,7 +191,7 @@ def _legacy_record(raw: object, where: str) -> ArtifactRecord:
 def _record(raw: object, where: str) -> ArtifactRecord:
     fields = _fields(raw, where, _RECORD_KEYS, _RECORD_KEYS)
     stopped_by = fields["stopped_by"]
-    if stopped_by is not None and stopped_by not in _STOPPERS:
+    if stopped_by is not None and not _one_of(stopped_by, _STOPPERS):
         raise BaselineError(
             f"{where}: stopped_by must be 'policy', 'contract' or null, got {stopped_by!r}"
         )
@@ -210,10 +210,15 @@ def _record(raw: object, where: str) -> ArtifactRecord:
     )
 
 
+def _one_of(value: object, allowed: frozenset[str]) -> bool:
+    # Text first: a list or mapping would make the membership test itself raise.
+    return isinstance(value, str) and value in allowed
+
+
 def _question(raw: object, where: str) -> QuestionRecord:
     fields = _fields(raw, where, _QUESTION_KEYS, _QUESTION_KEYS - {"subject"})
     state = fields["state"]
-    if state not in _STATES:
+    if not _one_of(state, _STATES):
         raise BaselineError(
             f"{where}: state must be one of {', '.join(sorted(_STATES))}, got {state!r}"
         )
