@@ -188,6 +188,11 @@ CASES: dict[str, tuple[Damage, str, str]] = {
         "missing field(s)",
     ),
     "a trace that is no trace": (_write(TRACE, "{}"), TRACE, "not a trace"),
+    "a contract whose constraint type is a list": (
+        _replace("contract.yaml", "type: must_retrieve_from", "type: [must_retrieve_from]"),
+        "contract.yaml",
+        "unknown constraint type ['must_retrieve_from']",
+    ),
     "a trace holding an integer of 5000 digits": (
         _write(TRACE, '{"resourceSpans": [' + "1" * 5000 + "]}"),
         TRACE,
