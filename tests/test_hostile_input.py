@@ -437,3 +437,12 @@ def test_a_current_directory_removed_under_the_command_is_exit_2(tmp_path: Path)
     )
     assert completed.returncode == 2
     assert "the current directory cannot be used" in _one_error_line(completed)
+
+
+def test_a_report_path_that_is_a_device_or_fifo_is_refused_before_scoring(project: Path) -> None:
+    os.mkfifo(project / "report.xml")
+    completed = _canon(project, "score", "--junit-xml", "report.xml", "--html", "/dev/null")
+    assert completed.returncode == 2
+    line = _one_error_line(completed)
+    assert "report path report.xml is not a regular file" in line
+    assert (project / "report.xml").is_fifo() and Path("/dev/null").is_char_device()

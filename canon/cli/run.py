@@ -78,6 +78,11 @@ def check_report_paths(*paths: Path | None) -> None:
             continue
         if path.is_dir():
             raise ReportPathError(f"report path {path} is a directory; pass a file name")
+        if path.exists() and not path.is_file():
+            # Renaming a report over a device or FIFO would replace that node itself.
+            raise ReportPathError(
+                f"report path {path} is not a regular file (a device or FIFO); pass a file name"
+            )
         existing = path.parent
         while not existing.exists() and existing != existing.parent:
             existing = existing.parent
