@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import difflib
+import contextlib
+import io
+import math
 import os
+import stat
 import tomllib
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
@@ -14,7 +18,7 @@ from canon.core.evidence import DecisionRule
 from canon.core.rubric import refuse_rubric_override
 from canon.core.scoring import check_threshold
 from canon.errors import CanonError, ConfigError, UsageError
-from canon.store import parse_yaml, read_text
+from canon.store import SETTINGS_LIMIT, parse_yaml, read_text
 
 CONFIG_NAMES = ("canon.yaml", "canon.yml", "pyproject.toml")
 DEFAULT_THRESHOLD = 0.85
@@ -35,8 +39,18 @@ JUDGE_OPTIONS = {
     "constrain_answers": bool,
     "batch": bool,  # read by the CLI (provider batch mode), not passed to the judge
 }
+# The range each numeric judge option must lie in: a typo such as max_tokens: -5 or
+# timeout: 1e308 is refused here, naming the key, instead of misbehaving at run time.
+JUDGE_OPTION_BOUNDS: dict[str, tuple[int | float, int | float]] = {
+    "samples": (1, 100),
+    "temperature": (0, 2),
+    "timeout": (0.001, 3600),
+    "max_attempts": (1, 20),
+    "max_tokens": (1, 1_000_000),
+}
 _KNOWN_KEYS = frozenset(
     {
+        "allow_outside_paths",
         "judge_model",
         "judge_options",
         "threshold",
@@ -78,6 +92,16 @@ class Config:
     rule: DecisionRule = field(default_factory=DecisionRule)
     max_cost: float | None = None  # USD a run may spend on judge calls; None: no limit
     batch: bool = False  # judge_options.batch: ask through the provider's Batch API
+    # whether a suite's response/trace files may lie outside the project's directories
+    allow_outside_paths: bool = False
+
+    @property
+    def project_roots(self) -> tuple[Path, ...]:
+        """The directories a suite's files must lie in unless ``allow_outside_paths``."""
+        roots = [self.base_dir]
+        if self.source is not None and self.source.parent != self.base_dir:
+            roots.append(self.source.parent)
+        return tuple(roots)
 
 
 def discover_config_file(start: Path) -> Path | None:
@@ -85,20 +109,42 @@ def discover_config_file(start: Path) -> Path | None:
     for directory in (start, *start.parents):
         for name in CONFIG_NAMES:
             candidate = directory / name
-            if not candidate.is_file():
+            if not _is_config_file(candidate):
                 continue
             if name != "pyproject.toml" or _has_tool_canon(candidate):
                 return candidate
     return None
 
 
+def _is_config_file(candidate: Path) -> bool:
+    """Whether a config file is there; one that is there but unusable is an error, not skipped."""
+    try:
+        info = os.stat(candidate)
+    except FileNotFoundError:
+        if os.path.islink(candidate):  # a dangling symlink: someone meant a config here
+            raise ConfigError(f"{candidate}: config file is a broken symlink") from None
+        return False
+    except (NotADirectoryError, PermissionError):
+        return False  # nothing to see from here: a file in the way, or a closed directory
+    except OSError as exc:  # a symlink loop
+        raise ConfigError(f"config file at {candidate} cannot be read: {exc.strerror}") from None
+    if not stat.S_ISREG(info.st_mode):
+        kind = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+        raise ConfigError(f"config file at {candidate} is {kind}; remove it or pass --config FILE")
+    return True
+
+
 def load_config(explicit: Path | None = None, *, cwd: Path | None = None) -> Config:
     """Load the project's config: ``explicit`` if given, else the discovered one."""
-    cwd = (cwd or Path.cwd()).resolve()
+    cwd = (cwd or _current_directory()).resolve()
     if explicit is not None:
-        path = (cwd / explicit).resolve()
-        if not path.is_file():
+        path = cwd / explicit
+        if not os.path.lexists(path):
             raise ConfigError(f"config file not found: {explicit}")
+        # A loop or a missing target is left for the read below to report, naming the file
+        # (RuntimeError: how Python before 3.13 reports a symlink loop).
+        with contextlib.suppress(OSError, RuntimeError):
+            path = path.resolve(strict=True)
         # A config named from elsewhere does not move the project: its relative paths
         # stay relative to where the command runs.
         return config_from_mapping(_read_settings(path), source=path, base_dir=cwd)
@@ -113,8 +159,17 @@ def load_config(explicit: Path | None = None, *, cwd: Path | None = None) -> Con
     return config_from_mapping(_read_settings(found), source=found, base_dir=found.parent)
 
 
+def _current_directory() -> Path:
+    try:
+        return Path.cwd()
+    except OSError as exc:  # the directory was removed under the command
+        raise ConfigError(
+            f"the current directory cannot be used ({exc.strerror}); cd into the project"
+        ) from None
+
+
 def _read_settings(path: Path) -> Mapping[str, Any]:
-    text = read_text(path, "config file", ConfigError)
+    text = read_text(path, "config file", ConfigError, limit=SETTINGS_LIMIT)
     if path.name.endswith(".toml"):
         try:
             document = tomllib.loads(text)
@@ -134,8 +189,8 @@ def _read_settings(path: Path) -> Mapping[str, Any]:
 
 def _has_tool_canon(path: Path) -> bool:
     try:
-        document = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        document = tomllib.loads(read_text(path, "pyproject", ConfigError, limit=SETTINGS_LIMIT))
+    except (ConfigError, tomllib.TOMLDecodeError):
         return False  # an unreadable pyproject is not ours to judge during discovery
     return isinstance(document.get("tool", {}).get("canon"), dict)
 
@@ -183,6 +238,10 @@ def config_from_mapping(data: Mapping[str, Any], *, source: Path, base_dir: Path
         except UsageError as exc:
             raise ConfigError(f"{source}: {exc}") from None
     values["judge_cache"] = _judge_cache(data.get("judge_cache", True), base_dir, source)
+    outside = data.get("allow_outside_paths", False)
+    if not isinstance(outside, bool):
+        raise ConfigError(f"{source}: 'allow_outside_paths' must be true or false, got {outside!r}")
+    values["allow_outside_paths"] = outside
     values.setdefault("baselines_dir", base_dir / DEFAULT_BASELINES_DIR)
     return Config(source=source, base_dir=base_dir, **values)
 
@@ -225,6 +284,12 @@ def _judge_options(raw: object, source: Path) -> dict[str, Any]:
         if not fits:
             wanted = {bool: "true or false", int: "a whole number", float: "a number"}[kind]
             raise ConfigError(f"{source}: judge option {key!r} must be {wanted}, got {value!r}")
+        bounds = JUDGE_OPTION_BOUNDS.get(str(key))
+        if bounds is not None and not (math.isfinite(value) and bounds[0] <= value <= bounds[1]):
+            raise ConfigError(
+                f"{source}: judge option {key!r} must be between {bounds[0]} and "
+                f"{bounds[1]}, got {value!r}"
+            )
         options[str(key)] = value
     return options
 
@@ -280,8 +345,10 @@ def load_env_files(
     merged: dict[str, str] = {}
     for name in names:
         path = directory / name
-        if path.is_file():
-            merged.update({k: v for k, v in dotenv_values(path).items() if v is not None})
+        if os.path.lexists(path):  # there but unusable (a directory, not UTF-8) is an error
+            text = read_text(path, "environment file", ConfigError, limit=SETTINGS_LIMIT)
+            values = dotenv_values(stream=io.StringIO(text))
+            merged.update({k: v for k, v in values.items() if v is not None})
     applied = {k: v for k, v in merged.items() if k not in target}
     target.update(applied)
     return applied

@@ -15,10 +15,10 @@ from canon.errors import InputError
 from canon.gates.contracts.audit import AuditRecord
 from canon.gates.contracts.errors import ContractError
 from canon.gates.contracts.execution import DataSource, Execution
-from canon.gates.contracts.loader import load_contract, parse_source_map, parse_yaml
+from canon.gates.contracts.loader import load_contract, parse_source_map
 from canon.gates.contracts.model import Contract
 from canon.gates.contracts.templates import TEMPLATE_NAMES, load_template
-from canon.store import dump_json, read_text, write_new_file
+from canon.store import SETTINGS_LIMIT, dump_json, read_text, read_yaml, write_new_file
 
 
 def load_contract_file(name_or_path: str) -> Contract:
@@ -26,17 +26,19 @@ def load_contract_file(name_or_path: str) -> Contract:
     if name_or_path in TEMPLATE_NAMES:
         return load_template(name_or_path)
     path = Path(name_or_path)
-    if not path.exists():
+    if not path.exists() and not path.is_symlink():
         raise ContractError(
             f"contract {name_or_path!r} is neither a file nor a bundled template "
             f"({', '.join(TEMPLATE_NAMES)})"
         )
-    return load_contract(read_text(path, "contract", ContractError), origin=str(path))
+    # Canon's one strict YAML reader: duplicate keys and deep nesting are refused.
+    raw = read_yaml(path, "contract", ContractError, limit=SETTINGS_LIMIT)
+    return load_contract(raw, origin=str(path))
 
 
 def read_source_map(path: Path) -> dict[str, DataSource]:
     """Read a JSON or YAML tool → source map file."""
-    raw = parse_yaml(read_text(path, "source map", ContractError), str(path))
+    raw = read_yaml(path, "source map", ContractError, limit=SETTINGS_LIMIT)
     try:
         return parse_source_map(raw, str(path))
     except ContractError as exc:
@@ -48,7 +50,10 @@ def read_trace(path: Path, *, metadata: Mapping[str, Any] | None = None) -> Exec
     from canon.gates.contracts.otel import normalize_trace, parse_trace_text
 
     text = read_text(path, "trace", InputError)
-    raw = parse_trace_text(text, source=str(path))
+    try:
+        raw = parse_trace_text(text, source=str(path))
+    except ValueError as exc:  # e.g. an integer beyond CPython's digit limit
+        raise InputError(f"{path}: the trace is not valid JSON: {exc}") from None
     return normalize_trace(raw, metadata=dict(metadata) if metadata else None, source=str(path))
 
 

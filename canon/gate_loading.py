@@ -8,10 +8,10 @@ from pathlib import Path
 from typing import Any
 
 from canon.core.artifact import Artifact
-from canon.errors import GateError, InputError
+from canon.errors import GateError
 from canon.gates.outcome import GateOutcome
 from canon.runner import ArtifactGate
-from canon.store import read_text
+from canon.store import read_bytes
 
 PolicySpec = Any  # a Policy, a policy mapping, or the path of a policy JSON file
 ContractSpec = Any  # a Contract, a contract mapping, a YAML path, or a bundled template name
@@ -19,17 +19,25 @@ ContractSpec = Any  # a Contract, a contract mapping, a YAML path, or a bundled 
 
 def policy_gate(spec: PolicySpec) -> ArtifactGate:
     """A gate that checks each artifact's structured response against a JSON policy."""
-    from canon.gates.policy import Policy, decode_json_bytes, policy_outcome, validate_policy
+    from canon.gates.policy import (
+        MAX_INPUT_BYTES,
+        Policy,
+        PolicyError,
+        decode_json_bytes,
+        policy_outcome,
+        validate_policy,
+    )
 
     if isinstance(spec, Policy):
         policy = spec
     elif isinstance(spec, str | os.PathLike):
         path = Path(spec)
+        # A regular file within the policy gate's own size limit, never a FIFO or device.
+        data = read_bytes(path, "policy file", GateError, limit=MAX_INPUT_BYTES)
         try:
-            data = path.read_bytes()
-        except OSError as exc:
-            raise GateError(f"policy file {path} cannot be read: {exc.strerror}") from None
-        policy = validate_policy(decode_json_bytes(data, what=f"policy {path}"))
+            policy = validate_policy(decode_json_bytes(data, what="policy"))
+        except PolicyError as exc:
+            raise GateError(f"{path}: {exc.message}") from None
     elif isinstance(spec, Mapping):
         policy = validate_policy(dict(spec))
     else:
@@ -75,8 +83,9 @@ def _parsed_trace(trace: Any) -> Any:
     from canon.gates.contracts import parse_trace_text
 
     if isinstance(trace, os.PathLike):
-        path = Path(trace)
-        return parse_trace_text(read_text(path, "trace", InputError), source=str(path))
+        from canon.contract_files import read_trace
+
+        return read_trace(Path(trace))  # normalized here, so its errors name the file
     if isinstance(trace, str):
         return parse_trace_text(trace)
     return trace

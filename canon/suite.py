@@ -12,19 +12,23 @@ from typing import Any
 
 from canon.core.artifact import Artifact
 from canon.errors import InputError
-from canon.store import read_json, read_text, read_yaml
+from canon.gates.policy import MAX_INPUT_BYTES, PolicyError, decode_json_bytes
+from canon.store import read_bytes, read_text, read_yaml
 
 _ENTRY_KEYS = frozenset({"id", "text", "response", "trace"})
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 CSV_SUFFIXES = (".csv",)
 
 
-def read_suite(path: Path) -> tuple[Artifact, ...]:
+def read_suite(path: Path, *, roots: Sequence[Path] | None = None) -> tuple[Artifact, ...]:
     """Read a suite file: entries with ``text`` and optional ``id``, ``response`` (inline
     JSON value or a .json path) and ``trace`` (a .json path).
 
     YAML holds them under ``artifacts:``; a ``.jsonl`` file has one per line; a ``.csv``
-    file has a header row naming the columns."""
+    file has a header row naming the columns. With ``roots``, every response and trace file
+    must resolve (symlinks followed) inside one of those directories: a suite from an
+    untrusted change cannot read the machine.
+    """
     suffix = path.suffix.lower()
     if suffix in JSONL_SUFFIXES:
         entries = _jsonl_entries(path)
@@ -32,7 +36,8 @@ def read_suite(path: Path) -> tuple[Artifact, ...]:
         entries = _csv_entries(path)
     else:
         entries = _yaml_entries(path)
-    artifacts = tuple(_entry(item, index, path) for index, item in enumerate(entries, 1))
+    inside = None if roots is None else tuple(root.resolve() for root in roots)
+    artifacts = tuple(_entry(item, index, path, inside) for index, item in enumerate(entries, 1))
     seen: dict[str, int] = {}
     for index, artifact in enumerate(artifacts, 1):
         if artifact.key in seen:
@@ -44,7 +49,7 @@ def read_suite(path: Path) -> tuple[Artifact, ...]:
     return artifacts
 
 
-def _entry(item: object, index: int, suite: Path) -> Artifact:
+def _entry(item: object, index: int, suite: Path, roots: tuple[Path, ...] | None) -> Artifact:
     where = f"{suite}: artifact {index}"
     if isinstance(item, str):
         item = {"text": item}
@@ -62,20 +67,16 @@ def _entry(item: object, index: int, suite: Path) -> Artifact:
     ident = item.get("id")
     if ident is not None and (not isinstance(ident, str) or not ident.strip()):
         raise InputError(f"{where}: 'id' must be non-empty text")
-    response = _json_value(item.get("response"), suite.parent, f"{where} response")
+    response = item.get("response")
+    # A string ending in .json names a file; anything else is the structured response itself.
+    if isinstance(response, str) and response.endswith(".json"):
+        response = _response_file(_inside(suite.parent / response, roots, where, "response"))
     trace = item.get("trace")
     if trace is not None:
-        if not isinstance(trace, str):
+        if not isinstance(trace, str) or not trace.strip():
             raise InputError(f"{where}: 'trace' must be the path of a trace file")
-        trace = suite.parent / trace
+        trace = _inside(suite.parent / trace, roots, where, "trace")
     return Artifact(text=text, response=response, trace=trace, id=ident)
-
-
-def _json_value(value: Any, base: Path, what: str) -> Any:
-    # A string ending in .json names a file; anything else is the structured response itself.
-    if isinstance(value, str) and value.endswith(".json"):
-        return read_json(base / value, what)
-    return value
 
 
 def _yaml_entries(path: Path) -> list[Any]:
@@ -186,3 +187,29 @@ def select_artifacts(
 def _matches(key: str, pattern: str) -> bool:
     # the exact key first: a key may hold glob characters such as [ or *
     return key == pattern or fnmatch.fnmatchcase(key, pattern)
+
+
+def _inside(path: Path, roots: tuple[Path, ...] | None, where: str, key: str) -> Path:
+    if roots is None:
+        return path
+    try:
+        resolved = path.resolve()
+    except (OSError, RuntimeError) as exc:  # RuntimeError: a symlink loop before Python 3.13
+        raise InputError(f"{where}: {key} {path} cannot be resolved: {exc}") from None
+    if any(resolved.is_relative_to(root) for root in roots):
+        return path
+    raise InputError(
+        f"{where}: {key} {path} resolves to {resolved}, outside the project "
+        f"({', '.join(map(str, roots))}); move the file into the project or set "
+        "'allow_outside_paths: true' in canon.yaml"
+    )
+
+
+def _response_file(path: Path) -> Any:
+    # Decoded exactly as `canon policy evaluate` decodes a response: duplicate members,
+    # non-finite numbers and anything over the policy gate's size limit are refused.
+    data = read_bytes(path, "response", limit=MAX_INPUT_BYTES)
+    try:
+        return decode_json_bytes(data, what=f"{path}: response")
+    except PolicyError as exc:
+        raise InputError(exc.message) from None

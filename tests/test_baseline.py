@@ -118,6 +118,11 @@ def test_a_legacy_format_1_baseline_still_loads():
             lambda d: d["artifacts"]["a"]["questions"]["G"].update(state="maybe"),
             "state must be one of",
         ),
+        (
+            lambda d: d["artifacts"]["a"]["questions"]["G"].update(state=["answered"]),
+            "state must be one of",
+        ),
+        (lambda d: d["artifacts"]["a"].update(stopped_by={"gate": 1}), "stopped_by must be"),
         (lambda d: d["rubric"].pop("fingerprint"), "rubric.fingerprint must be non-empty text"),
         (lambda d: d.update(threshold=None), "'threshold' must be a number"),
     ],

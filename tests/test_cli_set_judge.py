@@ -8,6 +8,7 @@ import stat
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from click.testing import CliRunner, Result
@@ -269,21 +270,22 @@ def test_a_config_that_cannot_be_edited_safely_is_left_untouched(
 
 def test_an_unreadable_config_is_reported_not_raised(project, monkeypatch):
     path = project / "canon.yaml"
-    real_read = Path.read_bytes
+    real_open = os.open
 
-    def refuse(self: Path) -> bytes:
+    def refuse(file: Any, flags: int, *args: Any, **kwargs: Any) -> int:
         # chmod 0 does not stop root (CI runs as root), so the OS refusal is injected
-        if self == path.resolve():
-            raise PermissionError(13, "Permission denied", str(self))
-        return real_read(self)
+        if Path(file).resolve() == path.resolve():
+            raise PermissionError(13, "Permission denied", str(file))
+        return real_open(file, flags, *args, **kwargs)
 
-    monkeypatch.setattr(Path, "read_bytes", refuse)
-    before = real_read(path)
+    before = path.read_bytes()
+    monkeypatch.setattr(os, "open", refuse)
     result = _run(project, "--provider", "openai", "--model", "x", monkeypatch=monkeypatch)
+    monkeypatch.undo()
     assert result.exit_code == 2
     line = _one_error_line(result)
     assert "cannot be read" in line and "Permission denied" in line
-    assert real_read(path) == before
+    assert path.read_bytes() == before
 
 
 def test_help_explains_discovery_the_pyproject_refusal_and_the_model_form():

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -185,3 +186,81 @@ def test_an_unknown_key_like_no_known_one_gets_no_guess(write, tmp_path):
         load_config(cwd=tmp_path)
     assert "did you mean" not in str(info.value)
     assert "known settings are alpha, baselines_dir" in str(info.value)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"),
+    [
+        ("max_tokens", -5),
+        ("max_tokens", 0),
+        ("timeout", 1e308),
+        ("timeout", 0),
+        ("timeout", float("nan")),
+        ("samples", 0),
+        ("samples", 10_000),
+        ("temperature", -0.5),
+        ("max_attempts", 0),
+    ],
+)
+def test_absurd_judge_options_are_refused_naming_the_key(tmp_path, option, value):
+    from canon.config import config_from_mapping
+
+    with pytest.raises(ConfigError, match=rf"canon\.yaml: judge option '{option}' must be"):
+        config_from_mapping(
+            {"judge_options": {option: value}},
+            source=tmp_path / "canon.yaml",
+            base_dir=tmp_path,
+        )
+
+
+def test_sensible_judge_options_are_kept(tmp_path):
+    from canon.config import config_from_mapping
+
+    options = {"max_tokens": 512, "timeout": 60.0, "samples": 5, "temperature": 0.7}
+    config = config_from_mapping(
+        {"judge_options": options}, source=tmp_path / "canon.yaml", base_dir=tmp_path
+    )
+    assert config.judge_options == options
+
+
+def test_allow_outside_paths_must_be_true_or_false(tmp_path):
+    from canon.config import config_from_mapping
+
+    source = tmp_path / "canon.yaml"
+    assert not config_from_mapping({}, source=source, base_dir=tmp_path).allow_outside_paths
+    config = config_from_mapping({"allow_outside_paths": True}, source=source, base_dir=tmp_path)
+    assert config.allow_outside_paths
+    with pytest.raises(ConfigError, match="'allow_outside_paths' must be true or false"):
+        config_from_mapping({"allow_outside_paths": "yes"}, source=source, base_dir=tmp_path)
+
+
+def test_project_roots_hold_the_config_directory_and_where_paths_resolve(tmp_path):
+    from canon.config import load_config
+
+    elsewhere = tmp_path / "ci"
+    elsewhere.mkdir()
+    (elsewhere / "canon.yaml").write_text("threshold: 0.9\n")
+    project = tmp_path / "project"
+    project.mkdir()
+    config = load_config(Path("../ci/canon.yaml"), cwd=project)
+    assert config.project_roots == (project.resolve(), elsewhere.resolve())
+
+
+def test_a_dangling_canon_yaml_symlink_is_an_error_during_discovery(tmp_path):
+    from canon.config import discover_config_file
+
+    os.symlink("missing.yaml", tmp_path / "canon.yaml")
+    with pytest.raises(ConfigError, match=r"canon\.yaml: config file is a broken symlink"):
+        discover_config_file(tmp_path)
+
+
+def test_an_env_file_that_is_not_utf8_is_a_config_error_naming_it(tmp_path):
+    from canon.config import load_env_files
+
+    (tmp_path / ".env").write_bytes(b"KEY=\xff\n")
+    environ: dict[str, str] = {}
+    with pytest.raises(ConfigError, match=r"\.env: environment file is not UTF-8"):
+        load_env_files(tmp_path, environ)
+    assert environ == {}
+    (tmp_path / ".env").write_text("KEY=value\n")
+    assert load_env_files(tmp_path, environ) == {"KEY": "value"}

@@ -72,3 +72,84 @@ def test_write_new_file_fails_when_every_name_is_taken(tmp_path):
         write_new_file(tmp_path, ["a.json"], b"new")
     assert (tmp_path / "a.json").read_text() == "kept"
     assert [p.name for p in tmp_path.iterdir()] == ["a.json"]
+
+
+def test_read_bytes_refuses_a_file_over_its_limit_naming_the_limit(tmp_path):
+    from canon.store import read_bytes
+
+    path = tmp_path / "big.json"
+    path.write_bytes(b"x" * 2049)
+    assert read_bytes(path, "trace", limit=2049) == b"x" * 2049
+    with pytest.raises(InputError, match=r"big\.json: trace is larger than the limit of 2,048"):
+        read_bytes(path, "trace", limit=2048)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "directory", "device", "loop"])
+def test_read_bytes_refuses_what_is_not_a_regular_file_without_blocking(tmp_path, kind):
+    from canon.store import read_bytes
+
+    path = tmp_path / "input.json"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "device":
+        path = type(path)("/dev/zero")
+    else:
+        os.symlink("input.json", path)
+    with pytest.raises(InputError, match=str(path)) as caught:
+        read_bytes(path, "trace")
+    expected = {
+        "fifo": "is a FIFO",
+        "directory": "is a directory",
+        "device": "device",
+        "loop": "symbolic links",
+    }
+    assert expected[kind] in str(caught.value)
+
+
+def test_read_json_refuses_duplicate_members_and_deep_nesting(tmp_path):
+    path = tmp_path / "in.json"
+    path.write_text('{"a": {"b": 1, "b": 2}}')
+    with pytest.raises(InputError, match='duplicate object member "b"'):
+        read_json(path, "baseline")
+    path.write_text("[" * 5000 + "]" * 5000)
+    with pytest.raises(InputError, match="nested too deeply"):
+        read_json(path, "baseline")
+
+
+def test_yaml_nesting_is_refused_past_the_limit_and_accepted_below_it():
+    from canon.store import MAX_YAML_DEPTH, parse_yaml
+
+    depth = MAX_YAML_DEPTH - 1  # the top-level mapping is one level itself
+    assert parse_yaml("a: " + "[" * depth + "]" * depth, "ok.yaml") is not None
+    depth += 1
+    with pytest.raises(InputError, match=r"deep\.yaml: not valid YAML: nested deeper than 64"):
+        parse_yaml("a: " + "[" * depth + "]" * depth, "deep.yaml")
+
+
+def test_stale_temp_files_of_killed_writes_are_swept_and_nothing_else(tmp_path):
+    from canon.store import STALE_TEMP_SECONDS
+
+    target = tmp_path / "suite.json"
+    stale = tmp_path / ".suite.json.abcd1234.tmp"
+    fresh = tmp_path / ".suite.json.zzzz9999.tmp"  # a write in progress elsewhere
+    foreign = [tmp_path / ".other.json.abcd1234.tmp", tmp_path / ".suite.json.mine.tmp"]
+    old = os.path.getmtime(tmp_path) - STALE_TEMP_SECONDS - 60
+    for path in (stale, fresh, *foreign):
+        path.write_text("half")
+    for path in (stale, *foreign):
+        os.utime(path, (old, old))
+    write_json_atomic(target, {"x": 1})
+    assert not stale.exists()
+    assert fresh.exists() and all(path.exists() for path in foreign)
+
+    records = tmp_path / "records"
+    records.mkdir()
+    left = records / ".canon-q1w2e3r4.tmp"
+    left.write_text("half")
+    os.utime(left, (old, old))
+    from canon.store import write_new_file
+
+    write_new_file(records, ["a.json"], b"{}")
+    assert sorted(p.name for p in records.iterdir()) == ["a.json"]

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import importlib
+import sys
 from typing import Any
 
 import click
 
 from canon.cli.common import HELP_OPTIONS, docs_epilog
+from canon.cli.common import INTERRUPTED_EXIT_CODE, report_canon_error, report_internal_error
+from canon.errors import CanonError
 
 # name -> "module:attribute"; loaded only when the subcommand runs, so `canon --help`
 # stays fast and never pulls in litellm or scipy.
@@ -47,6 +50,34 @@ class _LazyGroup(click.Group):
         module_name, _, attribute = target.partition(":")
         command: click.Command = getattr(importlib.import_module(module_name), attribute)
         return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        """Run the subcommand; whatever escapes it never exits 1 (see cli.common)."""
+        try:
+            return super().invoke(ctx)
+        except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
+            raise
+        except CanonError as exc:
+            report_canon_error(exc)
+        except KeyboardInterrupt:
+            # click would print "Aborted!" and exit 1, the regression code; 130 is the
+            # shell's own code for a run stopped by Ctrl-C.
+            click.echo("canon: interrupted", err=True)
+            sys.exit(INTERRUPTED_EXIT_CODE)
+        except Exception as exc:  # the last line of defence
+            report_internal_error(exc, self._command_named(ctx, exc))
+
+    @staticmethod
+    def _command_named(ctx: click.Context, exc: BaseException) -> str:
+        """The innermost command the exception escaped (``canon policy evaluate``)."""
+        path = ctx.command_path
+        trace = exc.__traceback__
+        while trace is not None:  # click's invoke frames each hold that command's context
+            local = trace.tb_frame.f_locals.get("ctx")
+            if isinstance(local, click.Context):
+                path = local.command_path
+            trace = trace.tb_next
+        return path
 
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         # Listing summaries from a static table avoids importing every subcommand.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import os
 import sys
 import time
 from pathlib import Path
@@ -36,7 +37,8 @@ from canon.core.baseline import (
 from canon.errors import BaselineError, ConfigError, JudgeUnavailableError
 from canon.report.check import check_document, exit_code_for, render_check
 from canon.spend import run_usage
-from canon.store import dump_json, read_json, write_json_atomic
+from canon.report.text import printable
+from canon.store import BASELINE_LIMIT, dump_json, read_json, write_json_atomic
 
 
 @click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("baselines", "cli"))
@@ -102,7 +104,13 @@ def accept(
     path = baseline_path(config, suite)
     document = baseline_to_data(baseline)
     unchanged = path.is_file() and path.read_text(encoding="utf-8") == dump_json(document)
-    write_json_atomic(path, document)
+    try:
+        write_json_atomic(path, document)
+    except OSError as exc:
+        raise BaselineError(
+            f"cannot write the baseline {shown(path)}: {exc.strerror or exc}; "
+            "make it a writable file path"
+        ) from None
     canon_count = sum(r.canon for r in results)
     click.echo(run_usage(results).line())
     click.echo(
@@ -114,7 +122,7 @@ def accept(
     if non_canon:
         click.echo(
             f"note: recorded {len(non_canon)} non-canon artifact(s) as known failures "
-            f'({", ".join(non_canon)}); "canon check" reports them as known while they '
+            f'({printable(", ".join(non_canon))}); "canon check" reports them as known while they '
             "stay non-canon (--strict fails on them)"
         )
 
@@ -219,11 +227,11 @@ def baseline_path(config: Config, suite: Path) -> Path:
 
 def read_baseline(path: Path, *, suite_name: str) -> Baseline:
     """Read and validate a suite's baseline file."""
-    if not path.exists():
+    if not os.path.lexists(path):  # a broken link or a loop is read below, and reported
         raise BaselineError(
             f"no baseline for suite '{suite_name}' at {shown(path)}; run \"canon accept\""
         )
-    data = read_json(path, "baseline", BaselineError)
+    data = read_json(path, "baseline", BaselineError, limit=BASELINE_LIMIT)
     return baseline_from_data(data, source=shown(path))
 
 
@@ -231,5 +239,5 @@ def shown(path: Path) -> str:
     """A path as the user would type it: relative to here when it is below here."""
     try:
         return str(path.resolve().relative_to(Path.cwd().resolve()))
-    except ValueError:
+    except (ValueError, OSError, RuntimeError):  # RuntimeError: a symlink loop (Python < 3.13)
         return str(path)

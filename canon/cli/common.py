@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import functools
+import os
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NoReturn, TypeVar
 
 import click
 
@@ -18,20 +20,63 @@ F = TypeVar("F", bound=Callable[..., Any])
 # caches a command's help option the first time it is built, also when the command is
 # invoked on its own (as tests do), without the group's context.
 HELP_OPTIONS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
+# Not 1 (a regression), 2 (bad input) or 3 (judge unavailable): a CI job must never read
+# Canon's own bug as a verdict about the code under test.
+INTERNAL_ERROR_EXIT_CODE = 5
+INTERRUPTED_EXIT_CODE = 130  # Ctrl-C, as shells report it
+# Set to any value to print the traceback of an internal error as well.
+TRACEBACK_VARIABLE = "CANON_TRACEBACK"
+# Exceptions click itself turns into usage messages and exit codes.
+_CLICK_FLOW = (click.ClickException, click.exceptions.Exit, click.exceptions.Abort)
 
 
 def reports_errors(command: F) -> F:
-    """Turn a CanonError into one line on stderr and its exit code, never a traceback."""
+    """Turn a CanonError into one line on stderr and its exit code, never a traceback.
+
+    Any other exception is a bug in Canon: one line naming the command and the exception,
+    and exit code 5.
+    """
 
     @functools.wraps(command)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return command(*args, **kwargs)
         except CanonError as exc:
-            click.echo(f"canon: error: {exc}", err=True)
-            sys.exit(exc.exit_code)
+            report_canon_error(exc)
+        except _CLICK_FLOW:
+            raise
+        except Exception as exc:  # the last line of defence
+            report_internal_error(exc)
 
     return wrapper  # type: ignore[return-value]
+
+
+def report_canon_error(exc: CanonError) -> NoReturn:
+    """Print a deliberate error as one line and exit with its code."""
+    from canon.report.text import printable  # here, so `canon --help` stays light
+
+    click.echo(f"canon: error: {printable(str(exc))}", err=True)
+    sys.exit(exc.exit_code)
+
+
+def report_internal_error(exc: BaseException, command: str | None = None) -> NoReturn:
+    """Print an unexpected exception as one line (and its traceback on request), exit 5."""
+    from canon.report.text import printable
+
+    if command is None:
+        context = click.get_current_context(silent=True)
+        command = context.command_path if context is not None else "canon"
+    detail = printable(" ".join(str(exc).split())[:300])
+    if os.environ.get(TRACEBACK_VARIABLE):
+        traceback.print_exception(exc, file=sys.stderr)
+    click.echo(
+        f"canon: internal error in '{command}': {type(exc).__name__}"
+        + (f": {detail}" if detail else "")
+        + f"; this is a bug in Canon, please report it with the command you ran "
+        f"(set {TRACEBACK_VARIABLE}=1 to see the traceback)",
+        err=True,
+    )
+    sys.exit(INTERNAL_ERROR_EXIT_CODE)
 
 
 config_option = click.option(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import json
 import os
+import stat
 import sys
 from typing import IO, Any, NoReturn
 
@@ -129,6 +130,12 @@ def read_input(source: str, what: str) -> bytes:
     if source == _STDIN:
         return sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
     try:
+        # Only a regular file: a FIFO would block the command, a device never end.
+        if not stat.S_ISREG(os.stat(source).st_mode):
+            raise PolicyError(
+                "INVALID_JSON_INPUT",
+                f"the {what} file {source} is not a regular file; pass a JSON file or - for stdin",
+            )
         with open(source, "rb") as handle:
             return handle.read(MAX_INPUT_BYTES + 1)
     except OSError as exc:
@@ -140,13 +147,26 @@ def read_input(source: str, what: str) -> bytes:
 
 
 def load_json(source: str, what: str) -> Any:
-    """Read and strictly decode one JSON input."""
-    return decode_json_bytes(read_input(source, what), what=what)
+    """Read and strictly decode one JSON input; its errors name the file."""
+    named = what if source == _STDIN else f"{what} {source}"
+    return decode_json_bytes(read_input(source, what), what=named)
 
 
 def load_policy(source: str) -> Policy:
     """Read, decode and validate a policy file (or stdin for ``-``)."""
-    return validate_policy(load_json(source, "policy"))
+    value = load_json(source, "policy")
+    try:
+        return validate_policy(value)
+    except PolicyError as exc:
+        if source == _STDIN:
+            raise
+        raise PolicyError(
+            exc.code,
+            f"{source}: {exc.message}",
+            policy_id=exc.policy_id,
+            rule_id=exc.rule_id,
+            rule_index=exc.rule_index,
+        ) from None
 
 
 def _one_stdin(*sources: str) -> None:

@@ -26,6 +26,7 @@ from canon.judge.factory import judge_from_spec
 from canon.judge.sync import run_sync
 from canon.report.html import html_report
 from canon.report.junit import junit_xml
+from canon.report.text import printable
 from canon.runner import ArtifactGate, ScoringPlan
 from canon.store import constitution_from_file, load_rubric, write_text_atomic
 from canon.suite import read_suite, select_artifacts
@@ -105,6 +106,11 @@ def check_report_paths(*paths: Path | None) -> None:
             continue
         if path.is_dir():
             raise ReportPathError(f"report path {path} is a directory; pass a file name")
+        if path.exists() and not path.is_file():
+            # Renaming a report over a device or FIFO would replace that node itself.
+            raise ReportPathError(
+                f"report path {path} is not a regular file (a device or FIFO); pass a file name"
+            )
         existing = path.parent
         while not existing.exists() and existing != existing.parent:
             existing = existing.parent
@@ -159,7 +165,8 @@ def load_run(
     suite = suite_path or config.suite
     if suite is None:
         raise ConfigError("no suite to score: pass --suite FILE or set 'suite' in canon.yaml")
-    artifacts = select_artifacts(read_suite(suite), select, limit, source=suite)
+    roots = None if config.allow_outside_paths else config.project_roots
+    artifacts = select_artifacts(read_suite(suite, roots=roots), select, limit, source=suite)
     return config, suite, artifacts
 
 
@@ -173,9 +180,15 @@ def build_plan(config: Config, *, use_cache: bool = True) -> ScoringPlan:
     constitution = constitution_from_file(config.constitution_path)
     rubric = load_rubric()
     gates = _config_gates(config)
-    judge = judge_from_spec(
-        config.judge_model, base_dir=config.base_dir, options=config.judge_options
-    )
+    try:
+        judge = judge_from_spec(
+            config.judge_model, base_dir=config.base_dir, options=config.judge_options
+        )
+    except ConfigError as exc:
+        # The factory speaks of the settings by name; say which file holds them.
+        if config.source is None or not str(exc).startswith(("judge_model", "judge_options")):
+            raise
+        raise ConfigError(f"{config.source}: {exc}") from None
     # Opened last, so a config error above never leaves an empty cache file behind.
     judge = cached_judge(judge, config.judge_cache if use_cache else None)
     plan = ScoringPlan(
@@ -211,7 +224,7 @@ def score_with_progress(
             verdict = "canon" if result.canon else "to confirm"
             if result.stopped_by is not None:
                 verdict = f"NON-CANON ({result.stopped_by} gate)"
-            click.echo(f"[{done}/{total}] {result.key} {verdict}", err=True)
+            click.echo(f"[{done}/{total}] {printable(result.key)} {verdict}", err=True)
 
     confirmation = run_sync(
         score_run(
@@ -230,13 +243,8 @@ def score_with_progress(
             f"confirmation: {confirmation.reasks} re-ask(s) on {cells} cell(s) a verdict hung on",
             err=True,
         )
-    if not quiet and isinstance(judge, CachingJudge) and judge.hits:
-        asked = judge.hits + judge.misses
-        click.echo(
-            f"judge cache: {judge.hits} of {asked} answer(s) reused from {judge.cache.path} "
-            "(--no-cache asks every question anew)",
-            err=True,
-        )
+    if isinstance(judge, CachingJudge):
+        _cache_notes(judge, quiet)
     return confirmation
 
 
@@ -261,3 +269,30 @@ def emit_github(
                 f"{exc.strerror or exc}; the annotations above are complete",
                 err=True,
             )
+
+
+def _cache_notes(judge: CachingJudge, quiet: bool) -> None:
+    """Say what the answer cache did; damaged entries and a busy file are said even if quiet."""
+    cache = judge.cache
+    unsaved = cache.flush(wait=True)  # the run is scored: now wait for a busy file once more
+    if not quiet and judge.hits:
+        asked = judge.hits + judge.misses
+        click.echo(
+            f"judge cache: {judge.hits} of {asked} answer(s) reused from {cache.path} "
+            "(--no-cache asks every question anew)",
+            err=True,
+        )
+    if cache.discarded:
+        click.echo(
+            f"judge cache: note: discarded {cache.discarded} unreadable entr"
+            f"{'y' if cache.discarded == 1 else 'ies'} in {cache.path} and asked the judge "
+            "again; the fresh answers replace them",
+            err=True,
+        )
+    if unsaved:
+        click.echo(
+            f"judge cache: note: {cache.path} is busy (another process holds its write lock); "
+            f"{unsaved} answer(s) of this run were used but not saved, and will be asked "
+            "again next run",
+            err=True,
+        )

@@ -14,7 +14,7 @@ from canon.config import discover_config_file
 from canon.config_edit import KEY, new_config_text, set_judge_model
 from canon.errors import ConfigError, UsageError
 from canon.judge.factory import MOCK_PREFIX, litellm_model
-from canon.store import write_bytes_atomic
+from canon.store import SETTINGS_LIMIT, read_bytes, write_bytes_atomic
 
 _FORM = (
     "expected --provider NAME --model MODEL, e.g. --provider openai --model gpt-5.6-luna, "
@@ -140,10 +140,7 @@ def _write(path: Path, text: str, *, mode: int | None) -> None:
 
 def _read_exact(path: Path) -> str:
     # Bytes, not read_text: text mode would turn CRLF into LF and change untouched lines.
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise ConfigError(f"config file at {path} cannot be read: {exc.strerror}") from None
+    data = read_bytes(path, "config file", ConfigError, limit=SETTINGS_LIMIT)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

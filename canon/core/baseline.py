@@ -220,7 +220,7 @@ def _legacy_record(raw: object, where: str) -> ArtifactRecord:
 def _record(raw: object, where: str, version: int) -> ArtifactRecord:
     fields = _fields(raw, where, _RECORD_KEYS, _RECORD_KEYS)
     stopped_by = fields["stopped_by"]
-    if stopped_by is not None and stopped_by not in _STOPPERS:
+    if stopped_by is not None and not _one_of(stopped_by, _STOPPERS):
         raise BaselineError(
             f"{where}: stopped_by must be 'policy', 'contract' or null, got {stopped_by!r}"
         )
@@ -241,11 +241,16 @@ def _record(raw: object, where: str, version: int) -> ArtifactRecord:
     )
 
 
+def _one_of(value: object, allowed: frozenset[str]) -> bool:
+    # Text first: a list or mapping would make the membership test itself raise.
+    return isinstance(value, str) and value in allowed
+
+
 def _question(raw: object, where: str, version: int) -> QuestionRecord:
     allowed = _QUESTION_KEYS_3 if version >= 3 else _QUESTION_KEYS
     fields = _fields(raw, where, allowed, _QUESTION_KEYS - {"subject"})
     state = fields["state"]
-    if state not in _STATES:
+    if not _one_of(state, _STATES):
         raise BaselineError(
             f"{where}: state must be one of {', '.join(sorted(_STATES))}, got {state!r}"
         )

@@ -1,9 +1,10 @@
 """The judge prompt: render one question about one artifact, and read the judge's reply.
 
 The artifact is untrusted text that may try to steer the judge, so it sits between fence
-lines it cannot forge (they carry a digest of its own text), and a reply is read from its
-last ``ANSWER:`` line: anything the artifact smuggles into the reply earlier is overruled
-by the judge's own final word.
+lines it cannot forge (they carry a digest of its own text), and a reply is read only from
+an ``ANSWER:`` line that ends it: anything the artifact smuggles into the reply earlier is
+overruled by the judge's own final word, and a reply that goes on after its last ``ANSWER:``
+line (say, quoting a forged one after the verdict) is unreadable, never a grade.
 """
 
 from __future__ import annotations
@@ -95,26 +96,39 @@ def _choice_line(choice: Choice) -> str:
 
 
 def parse_reply(question: Question, reply: str) -> Choice:
-    """The choice a judge's reply names: its last ``ANSWER: <label>`` line wins.
+    """The choice a judge's reply names in the ``ANSWER: <label>`` line that ends it.
 
-    A reply that is nothing but one allowed label is accepted too. Anything else raises
-    JudgeError naming the question, so an unreadable reply is never scored as a pass.
+    A reply that is nothing but one allowed label is accepted too. Anything else, including
+    text after the last ``ANSWER:`` line, raises JudgeError naming the question, so an
+    unreadable reply is never scored as a pass.
     """
     labels = tuple(choice.label for choice in question.choices)
-    matches = _answer_pattern(labels).findall(reply)
-    if matches:
-        found = question.choice(matches[-1])
-    else:
+    matches = list(_answer_pattern(labels).finditer(reply))
+    last = matches[-1] if matches else None
+    if last is None:
         found = question.choice(reply.strip().strip("*`\"'.![]()").strip())
+        problem = f"has no '{ANSWER_TAG}: <choice>' line naming one of {', '.join(labels)}"
+    elif _CLOSING.fullmatch(reply, last.end()):
+        found = question.choice(last.group(1))
+        problem = f"names no one of {', '.join(labels)}"
+    else:
+        # Whatever follows may be the judge quoting a forged line after its verdict: which
+        # line is the judge's own cannot be told, so the reply is not read at all.
+        found = None
+        problem = (
+            f"does not end with its '{ANSWER_TAG}: <choice>' line (text follows the last one, "
+            f"naming one of {', '.join(labels)})"
+        )
     if found is None:
         excerpt = " ".join(reply.split())
         if len(excerpt) > _EXCERPT:
             excerpt = "…" + excerpt[-_EXCERPT:]
-        raise JudgeError(
-            f"question {question.id}: the judge's reply has no '{ANSWER_TAG}: <choice>' line "
-            f"naming one of {', '.join(labels)}; got {excerpt!r}"
-        )
+        raise JudgeError(f"question {question.id}: the judge's reply {problem}; got {excerpt!r}")
     return found
+
+
+# What may follow the final ANSWER line: closing markup and punctuation, then whitespace.
+_CLOSING = re.compile(r"[*_`\"'\])}.!]*\s*")
 
 
 @functools.lru_cache(maxsize=64)

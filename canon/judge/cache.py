@@ -9,7 +9,11 @@ cached, so a flaky judge is asked again on the next run.
 The store is one SQLite file (the standard library's ``sqlite3``): every write is its own
 transaction, so a run that stops half way leaves a usable cache, and concurrent runs share
 it safely. A file that is not a usable cache stops the run with ``CacheError`` rather than
-being ignored or overwritten.
+being ignored or overwritten. A single entry that is not an answer is discarded and the
+question asked again (``discarded`` counts them). When another process holds the write lock
+for longer than ``busy_timeout``, answers wait in memory and are written once the lock is
+free; a run never loses an answer to a busy file (``unsaved`` counts what was still waiting
+at the end).
 
 Only judges that say what identifies them (``cache_identity``) are cached; a ``MockJudge``
 is not, so an edited mock script always takes effect.
@@ -17,6 +21,7 @@ is not, so an edited mock script always takes effect.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import sqlite3
@@ -25,14 +30,19 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from canon.core.prompt import render_prompt
-from canon.core.scoring import Answer
-from canon.errors import CacheError
+from canon.core.scoring import Answer, score_cell
+from canon.errors import CacheError, JudgeError
 from canon.judge.base import Judge, JudgeRequest
 
 # Bump when the key or the stored form changes: old entries then simply stop matching.
 CACHE_FORMAT = 2
 _SCHEMA = "CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, answer TEXT NOT NULL)"
 _ADVICE = "delete the file (it only saves judge calls) or run with --no-cache"
+# How long one write waits for another process's lock before the answers are kept pending.
+BUSY_TIMEOUT = 30.0
+# While the file is busy, how long a later write waits before it gives up again: short, so a
+# locked cache slows the run down by little.
+BUSY_RETRY_TIMEOUT = 0.05
 
 
 @runtime_checkable
@@ -64,14 +74,23 @@ def answer_key(identity: Mapping[str, Any], request: JudgeRequest) -> str:
 class AnswerCache:
     """Answers on disk, keyed by ``answer_key``."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, busy_timeout: float = BUSY_TIMEOUT) -> None:
         self.path = path
+        self.busy_timeout = busy_timeout
+        self.discarded = 0  # entries that were not answers, deleted and asked again
+        self._pending: dict[str, str] = {}  # answers waiting for a busy file's lock
+        self._busy = False
+        if path.is_dir():
+            raise CacheError(
+                f"{path}: the judge answer cache is a directory, expected a file; set "
+                "'judge_cache' in canon.yaml to a file path, or run with --no-cache"
+            )
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
             # autocommit: each insert commits on its own, nothing is left pending; the
             # connection may be used from run_sync's worker thread, one caller at a time
             self._db = sqlite3.connect(
-                path, timeout=30, isolation_level=None, check_same_thread=False
+                path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
             self._db.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
             self._db.execute("PRAGMA synchronous=NORMAL")  # a lost entry costs one judge call
@@ -79,24 +98,65 @@ class AnswerCache:
         except (OSError, sqlite3.Error) as exc:
             raise _unusable(path, "open", exc) from None
 
+    @property
+    def unsaved(self) -> int:
+        """Answers of this run still waiting to be written because the file is busy."""
+        return len(self._pending)
+
     def get(self, key: str) -> Answer | None:
-        """The stored answer under ``key``, or None."""
+        """The stored answer under ``key``, or None (also for an entry that is no answer)."""
+        if key in self._pending:
+            return self._decode(self._pending[key])
         try:
             row = self._db.execute("SELECT answer FROM answers WHERE key = ?", (key,)).fetchone()
         except sqlite3.Error as exc:
+            if _is_busy(exc):
+                return None  # asking the judge again beats waiting on someone else's lock
             raise _unusable(self.path, "read", exc) from None
-        return None if row is None else self._decode(row[0])
+        if row is None:
+            return None
+        answer = self._decode(row[0])
+        if answer is None:
+            # Not an answer (a damaged or foreign entry): ask again; the new answer's
+            # INSERT OR REPLACE overwrites it, so no write is needed here.
+            self.discarded += 1
+        return answer
 
     def put(self, key: str, answer: Answer) -> None:
         """Store ``answer`` under ``key`` (a later answer for the same key replaces it)."""
-        stored = json.dumps(
+        self._pending[key] = json.dumps(
             {"distribution": dict(answer.distribution), "rationale": answer.rationale},
             sort_keys=True,
         )
+        self.flush()
+
+    def flush(self, *, wait: bool = False) -> int:
+        """Write the answers waiting for the lock; return how many still wait.
+
+        While the file is busy a write waits only briefly, unless ``wait`` (the end of a
+        run) asks for the full ``busy_timeout`` once more.
+        """
+        if not self._pending:
+            return 0
+        timeout = self.busy_timeout if wait or not self._busy else BUSY_RETRY_TIMEOUT
         try:
-            self._db.execute("INSERT OR REPLACE INTO answers VALUES (?, ?)", (key, stored))
+            self._db.execute(f"PRAGMA busy_timeout = {int(timeout * 1000)}")
+            self._db.execute("BEGIN IMMEDIATE")
+            self._db.executemany(
+                "INSERT OR REPLACE INTO answers VALUES (?, ?)", list(self._pending.items())
+            )
+            self._db.execute("COMMIT")
         except sqlite3.Error as exc:
-            raise _unusable(self.path, "write", exc) from None
+            if self._db.in_transaction:
+                with contextlib.suppress(sqlite3.Error):
+                    self._db.execute("ROLLBACK")
+            if not _is_busy(exc):
+                raise _unusable(self.path, "write", exc) from None
+            self._busy = True
+            return len(self._pending)
+        self._pending.clear()
+        self._busy = False
+        return 0
 
     def __len__(self) -> int:
         try:
@@ -105,13 +165,17 @@ class AnswerCache:
             raise _unusable(self.path, "read", exc) from None
 
     def close(self) -> None:
-        """Close the file."""
-        self._db.close()
+        """Write what is pending (waiting for the lock once more), then close the file."""
+        try:
+            self.flush(wait=True)
+        finally:
+            self._db.close()
 
-    def _decode(self, stored: object) -> Answer:
+    @staticmethod
+    def _decode(stored: object) -> Answer | None:
         try:
             data = json.loads(stored) if isinstance(stored, str) else None
-        except ValueError:
+        except (ValueError, RecursionError):
             data = None
         distribution = data.get("distribution") if isinstance(data, dict) else None
         rationale = data.get("rationale") if isinstance(data, dict) else None
@@ -123,11 +187,24 @@ class AnswerCache:
             )
             or not (rationale is None or isinstance(rationale, str))
         ):
-            raise CacheError(f"{self.path}: holds an entry that is not a judge answer; {_ADVICE}")
+            return None
         return Answer(distribution=distribution, rationale=rationale)
 
 
+def _is_busy(exc: sqlite3.Error) -> bool:
+    # SQLITE_BUSY / SQLITE_LOCKED: another connection holds the lock; the file itself is fine.
+    return isinstance(exc, sqlite3.OperationalError) and (
+        "locked" in str(exc) or "busy" in str(exc)
+    )
+
+
 def _unusable(path: Path, action: str, exc: Exception) -> CacheError:
+    if isinstance(exc, sqlite3.Error) and _is_busy(exc):
+        return CacheError(
+            f"{path}: cannot {action} the judge answer cache: the file is busy (another "
+            "process holds its lock); run again when that process is done, or run with "
+            "--no-cache"
+        )
     return CacheError(f"{path}: cannot {action} the judge answer cache: {exc}; {_ADVICE}")
 
 
@@ -157,13 +234,25 @@ class CachingJudge:
         """The cached answer, or the inner judge's (stored for next time)."""
         key = answer_key(self._identity, request)
         cached = self.cache.get(key)
-        if cached is not None:
+        if cached is not None and _fits(request, cached):
             self.hits += 1
             return cached
+        if cached is not None:
+            self.cache.discarded += 1  # an answer, but not to this question: ask again
         answer = await self.inner.answer(request)  # a failure raises: nothing is stored
         self.misses += 1
         self.cache.put(key, answer)
         return answer
+
+
+def _fits(request: JudgeRequest, answer: Answer) -> bool:
+    # An entry naming labels the question does not offer would leave the question unscored
+    # on every run ("run again" forever); it is treated like any other damaged entry.
+    try:
+        score_cell(request.question, answer)
+    except JudgeError:
+        return False
+    return True
 
 
 def cached_judge(judge: Judge, path: Path | None) -> Judge:

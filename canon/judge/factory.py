@@ -75,4 +75,6 @@ def mock_judge_from_file(path: Path) -> MockJudge:
             raise ConfigError(
                 f"{path}: entry {key!r} must map text to a choice label, got {reply!r}"
             )
-    return MockJudge(script={str(k): v for k, v in script.items()}, name=f"mock:{path.name}")
+    return MockJudge(
+        script={str(k): v for k, v in script.items()}, name=f"mock:{path.name}", source=str(path)
+    )

@@ -26,7 +26,7 @@ class MockJudge:
     A reply is a choice label, or a mapping label → probability mass.
     """
 
-    def __init__(self, script: Script, *, name: str = "mock") -> None:
+    def __init__(self, script: Script, *, name: str = "mock", source: str | None = None) -> None:
         if not callable(script) and not isinstance(script, Mapping):
             raise UsageError(
                 f"MockJudge script must be a dict or a callable, got a {type(script).__name__}"
@@ -37,6 +37,7 @@ class MockJudge:
                 raise UsageError(f"MockJudge script keys must be non-empty text, got {bad!r}")
         self._script = script
         self._name = name
+        self._source = source  # the script file, named in errors about a scripted reply
         self.calls = 0  # how many questions it was asked; tests use it to prove a gate saved calls
 
     @property
@@ -48,11 +49,16 @@ class MockJudge:
         """Answer from the script, or raise JudgeScriptError naming the question."""
         self.calls += 1
         question = request.question
-        if callable(self._script):
-            reply = self._script(question, request.artifact.text)
-        else:
-            reply = self._lookup(self._script, question)
-        return Answer(distribution=_distribution(question, reply))
+        try:
+            if callable(self._script):
+                reply = self._script(question, request.artifact.text)
+            else:
+                reply = self._lookup(self._script, question)
+            return Answer(distribution=_distribution(question, reply))
+        except JudgeScriptError as exc:
+            if self._source is None:
+                raise
+            raise JudgeScriptError(f"{self._source}: {exc}") from None
 
     @staticmethod
     def _lookup(script: Mapping[str, Reply], question: Question) -> Reply:

@@ -9,6 +9,7 @@ from typing import Any
 from canon.core.baseline import Baseline
 from canon.core.compare import REACCEPT, Comparison, Drift, Rate
 from canon.core.scoring import ArtifactResult, Cell, reason_excerpt, shortfalls
+from canon.report.text import printable
 
 _FLIP_VERDICTS = {
     "pending": "REGRESSION (not re-asked)",
@@ -116,7 +117,7 @@ def render_check(
     if usage_line is not None:
         lines.append(usage_line)
     lines.append(remedy(c, baseline))
-    return "\n".join(lines) + "\n"
+    return "\n".join(map(printable, lines)) + "\n"
 
 
 def _dropped_questions(c: Comparison) -> list[tuple[str, Rate, Rate]]:

@@ -3,12 +3,27 @@
 from __future__ import annotations
 
 from collections import Counter
+import re
 from collections.abc import Sequence
 
 from canon.core.scoring import ArtifactResult, cell_label, reason_excerpt, shortfalls
 from canon.spend import run_usage
 
 LABEL_WIDTH = 100
+
+# Control characters and bidirectional overrides: an artifact id or a reason holding them
+# could rewrite the terminal (ANSI escapes) or disguise what is printed.
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def printable(text: str) -> str:
+    """``text`` with every control character shown as an escape such as ``\\x1b``."""
+    return _UNPRINTABLE.sub(_escape, text)
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
 def render_results(results: Sequence[ArtifactResult]) -> str:
@@ -49,7 +64,7 @@ def render_results(results: Sequence[ArtifactResult]) -> str:
         summary += f", {unscored} unscored question(s)"
     lines.append(summary)
     lines.append(run_usage(results).line())
-    return "\n".join(lines) + "\n"
+    return "\n".join(map(printable, lines)) + "\n"
 
 
 def skip_summary(skipped: Counter[tuple[str, str]], total: int) -> str:

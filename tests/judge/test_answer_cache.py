@@ -150,15 +150,14 @@ def test_a_cache_in_a_place_that_cannot_be_written_stops_with_a_clear_error(
         "[1, 2]",
     ],
 )
-def test_an_entry_that_is_not_an_answer_is_an_error_not_an_answer(
-    tmp_path: Path, stored: str
-) -> None:
+def test_an_entry_that_is_not_an_answer_is_discarded_not_used(tmp_path: Path, stored: str) -> None:
     path = tmp_path / "cache.sqlite3"
     cache = AnswerCache(path)
     with sqlite3.connect(path) as db:
         db.execute("INSERT INTO answers VALUES (?, ?)", ("k", stored))
-    with pytest.raises(CacheError, match="not a judge answer"):
-        cache.get("k")
+    assert cache.get("k") is None and cache.discarded == 1
+    cache.put("k", Answer(distribution={"yes": 1.0}))  # the fresh answer replaces it
+    assert cache.get("k") == Answer(distribution={"yes": 1.0}) and cache.discarded == 1
 
 
 def test_answers_round_trip_with_their_rationale(tmp_path: Path) -> None:
@@ -206,3 +205,68 @@ def test_a_cached_judge_answers_inside_a_running_event_loop(
 
     assert len(asyncio.run(inside_a_loop())) == 2
     assert _ask_all(judge, requests[:2]) and judge.hits == 2
+
+
+_LOCK_HOLDER = """
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+sys.stdin.readline()  # hold the write lock until the test says so
+db.execute("COMMIT")
+"""
+
+
+def test_a_write_lock_held_by_another_process_delays_answers_but_loses_none(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import subprocess
+    import sys
+
+    path = tmp_path / "c.sqlite3"
+    AnswerCache(path).close()
+    holder = subprocess.Popen(
+        [sys.executable, "-c", _LOCK_HOLDER, str(path)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        cache = AnswerCache(path, busy_timeout=0.2)
+        answers = {f"k{n}": Answer(distribution={"yes": 1.0}, rationale=f"r{n}") for n in range(3)}
+        for key, answer in answers.items():
+            cache.put(key, answer)  # waits briefly, then keeps the answer pending
+        assert cache.unsaved == 3
+        assert cache.get("k1") == answers["k1"]  # a pending answer is still an answer
+        assert cache.flush(wait=True) == 3  # still busy after waiting once more
+        from canon.cli.run import _cache_notes
+
+        _cache_notes(CachingJudge(LiteLLMJudge("openai/gpt-x"), cache), quiet=True)
+        note = capsys.readouterr().err
+        assert f"{path} is busy (another process holds its write lock)" in note
+        assert "3 answer(s) of this run were used but not saved" in note
+        assert "delete" not in note
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.write("\n")
+        holder.stdin.close()
+        holder.wait(timeout=10)
+    assert cache.flush() == 0 and cache.unsaved == 0
+    cache.close()
+    reopened = AnswerCache(path)
+    assert {key: reopened.get(key) for key in answers} == answers
+
+
+def test_an_entry_with_labels_the_question_lacks_is_discarded_and_asked_again(
+    tmp_path: Path, fake_llm: Any, make_judge: Callable[..., LiteLLMJudge], requests: Any
+) -> None:
+    fake_llm.script("", "ANSWER: yes")
+    path = tmp_path / "cache.sqlite3"
+    judge = CachingJudge(make_judge(), AnswerCache(path))
+    key = answer_key(judge.inner.cache_identity(), requests[0])
+    judge.cache.put(key, Answer(distribution={"maybe": 1.0}))  # well-formed, but no choice
+    (fresh,) = _ask_all(judge, requests[:1])
+    assert fresh.distribution == {"yes": 1.0} and len(fake_llm.requests) == 1
+    assert (judge.hits, judge.misses, judge.cache.discarded) == (0, 1, 1)
+    assert judge.cache.get(key) == fresh  # the fresh answer replaced the entry

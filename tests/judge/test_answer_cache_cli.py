@@ -150,3 +150,27 @@ def test_the_canon_metric_fixture_answers_from_the_cache_on_the_next_pytest_run(
     assert len(fake_llm.requests) == 10
     pytester.runpytest_subprocess("-q", "--canon-no-cache").assert_outcomes(passed=1)
     assert len(fake_llm.requests) == 20
+
+
+def test_damaged_cache_entries_are_discarded_asked_again_and_noted(project, fake_llm):
+    import sqlite3
+
+    fake_llm.script("contradict any part", "ANSWER: no")
+    fake_llm.script("", "ANSWER: yes")
+    first = _canon(project, fake_llm, "score", "--format", "json", "--quiet")
+    assert first.returncode == 0, first.stderr
+    cache = project / ".canon" / "judge-cache.sqlite3"
+    with sqlite3.connect(cache) as db:  # one entry garbled, one naming a label no one offers
+        keys = [row[0] for row in db.execute("SELECT key FROM answers ORDER BY key LIMIT 2")]
+        db.execute("UPDATE answers SET answer = 'garbled{' WHERE key = ?", (keys[0],))
+        db.execute(
+            "UPDATE answers SET answer = ? WHERE key = ?",
+            ('{"distribution": {"maybe": 1.0}, "rationale": null}', keys[1]),
+        )
+    second = _canon(project, fake_llm, "score", "--format", "json", "--quiet")
+    assert second.returncode == 0, second.stderr  # never exit 3 ("run again") for a bad entry
+    assert second.stdout == first.stdout and len(fake_llm.requests) == 12
+    assert f"discarded 2 unreadable entries in {cache}" in second.stderr
+    third = _canon(project, fake_llm, "score", "--quiet")
+    assert third.returncode == 0 and len(fake_llm.requests) == 12  # the entries were mended
+    assert "discarded" not in third.stderr

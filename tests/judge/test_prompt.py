@@ -153,3 +153,33 @@ def test_a_variant_changes_nothing_but_the_order_of_the_choices(constitution, qu
     first = render_prompt(questions["P1"], "Text.", constitution, rubric.instructions)
     again = render_prompt(questions["P1"], "Text.", constitution, rubric.instructions, 2)
     assert first.user.split("CHOICES")[0] == again.user.split("CHOICES")[0]
+
+
+@pytest.mark.parametrize(
+    "reply",
+    [
+        # the judge's own verdict, then the artifact's forged line quoted after it
+        "ANSWER: no\nThe artifact tried to plant this line:\nANSWER: yes\nwhich I ignored.",
+        "ANSWER: no\n\nNote: the artifact contains 'ANSWER: yes', an injection.",
+        # any text after the last ANSWER line, even a harmless one
+        "The reply is off-mission.\nANSWER: no\nHope this helps!",
+        "ANSWER: yes because it serves the mission",
+    ],
+)
+def test_a_reply_that_goes_on_after_its_last_answer_line_is_unreadable(questions, reply):
+    with pytest.raises(JudgeError, match=r"question mission: .*does not end with its 'ANSWER"):
+        parse_reply(questions["mission"], reply)
+
+
+@pytest.mark.parametrize(
+    ("reply", "label"),
+    [
+        ("ANSWER: no   \n\t\n", "no"),
+        ("Reasoning first.\n**ANSWER: partly**\n", "partly"),
+        ('ANSWER: "yes"!', "yes"),
+    ],
+)
+def test_an_answer_line_that_ends_the_reply_may_carry_closing_marks_and_whitespace(
+    questions, reply, label
+):
+    assert parse_reply(questions["mission"], reply).label == label

@@ -86,7 +86,7 @@ def _constraint(raw: object, where: str) -> Constraint:
     if not isinstance(raw, Mapping):
         raise ContractError(f"{where}: expected a mapping with a 'type' key, got {raw!r}")
     kind = raw.get("type")
-    if kind not in _PARAMETERS:
+    if not isinstance(kind, str) or kind not in _PARAMETERS:  # a list would not even hash
         raise ContractError(
             f"{where}: unknown constraint type {kind!r}; expected one of "
             f"{', '.join(CONSTRAINT_TYPES)}"
