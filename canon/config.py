@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-import difflib
 import contextlib
+import difflib
 import io
 import math
 import os

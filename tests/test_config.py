@@ -185,7 +185,7 @@ def test_an_unknown_key_like_no_known_one_gets_no_guess(write, tmp_path):
     with pytest.raises(ConfigError) as info:
         load_config(cwd=tmp_path)
     assert "did you mean" not in str(info.value)
-    assert "known settings are alpha, baselines_dir" in str(info.value)
+    assert "known settings are allow_outside_paths, alpha, baselines_dir" in str(info.value)
 
 
 @pytest.mark.parametrize(

@@ -8,8 +8,13 @@ from typing import Any
 
 import click
 
-from canon.cli.common import HELP_OPTIONS, docs_epilog
-from canon.cli.common import INTERRUPTED_EXIT_CODE, report_canon_error, report_internal_error
+from canon.cli.common import (
+    HELP_OPTIONS,
+    INTERRUPTED_EXIT_CODE,
+    docs_epilog,
+    report_canon_error,
+    report_internal_error,
+)
 from canon.errors import CanonError
 
 # name -> "module:attribute"; loaded only when the subcommand runs, so `canon --help`

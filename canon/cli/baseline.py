@@ -36,8 +36,8 @@ from canon.core.baseline import (
 )
 from canon.errors import BaselineError, ConfigError, JudgeUnavailableError
 from canon.report.check import check_document, exit_code_for, render_check
-from canon.spend import run_usage
 from canon.report.text import printable
+from canon.spend import run_usage
 from canon.store import BASELINE_LIMIT, dump_json, read_json, write_json_atomic
 
 

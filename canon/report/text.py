@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections import Counter
 import re
+from collections import Counter
 from collections.abc import Sequence
 
 from canon.core.scoring import ArtifactResult, cell_label, reason_excerpt, shortfalls

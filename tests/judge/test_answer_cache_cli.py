@@ -169,7 +169,13 @@ def test_damaged_cache_entries_are_discarded_asked_again_and_noted(project, fake
         )
     second = _canon(project, fake_llm, "score", "--format", "json", "--quiet")
     assert second.returncode == 0, second.stderr  # never exit 3 ("run again") for a bad entry
-    assert second.stdout == first.stdout and len(fake_llm.requests) == 12
+
+    def verdicts(stdout: str) -> dict:
+        document = json.loads(stdout)
+        document.pop("usage", None)  # the second run answers most questions from the cache
+        return document
+
+    assert verdicts(second.stdout) == verdicts(first.stdout) and len(fake_llm.requests) == 12
     assert f"discarded 2 unreadable entries in {cache}" in second.stderr
     third = _canon(project, fake_llm, "score", "--quiet")
     assert third.returncode == 0 and len(fake_llm.requests) == 12  # the entries were mended
