@@ -168,21 +168,22 @@ class _ArtifactConfirmation:
         # best possible score falls below the threshold (confirmed) or no untested cell
         # could take it there (cleared).
         threshold = self.result.threshold
-        for qid in threshold_suspects(self.result):
+        suspects = threshold_suspects(self.result)
+        for qid in suspects:
+            if qid in self.evidence:
+                continue  # already tested for the gate or a flip
             pooled = self._pooled()
-            if _score(pooled) is None or (_score(pooled) or 0.0) >= threshold:
+            score = _score(pooled)
+            if score is None or score >= threshold:
                 return
             bound = upper_bound(pooled, self.evidence)
             if bound is not None and bound < threshold:
                 return
-            untested = frozenset(
-                q for q in threshold_suspects(self.result) if q not in self.evidence
-            )
+            untested = frozenset(q for q in suspects if q not in self.evidence)
             floor = upper_bound(pooled, self.evidence, untested)
             if floor is None or floor >= threshold:
                 return
-            if qid not in self.evidence:
-                await self._test(qid)
+            await self._test(qid)
 
     async def _test(self, qid: str) -> None:
         cell = self.result.cell(qid)
