@@ -8,13 +8,14 @@ from pathlib import Path
 from canon.core.artifact import as_artifact
 from canon.core.constitution import Constitution
 from canon.core.rubric import refuse_rubric_override
-from canon.core.scoring import ArtifactResult, check_threshold, failure_message
-from canon.errors import UsageError
+from canon.core.scoring import ArtifactResult, check_threshold, fails_on_evidence, failure_message
+from canon.errors import JudgeUnavailableError, UsageError
 from canon.gate_loading import ContractSpec, PolicySpec, contract_gate, policy_gate
 from canon.judge.base import Judge
+from canon.judge.concurrency import AdaptiveLimiter
 from canon.judge.factory import judge_from_spec
 from canon.judge.sync import run_sync
-from canon.runner import ArtifactGate, ScoringPlan, score_artifact
+from canon.runner import DEFAULT_CONCURRENCY, ArtifactGate, ScoringPlan, score_artifact
 from canon.store import load_rubric
 
 _NOT_GIVEN: object = object()
@@ -60,6 +61,9 @@ class CoherenceMetric:
             threshold=check_threshold(threshold),
             gates=_gates(policy, contract, gates),
         )
+        # One limiter for the metric's life: what it learns about the judge's capacity
+        # carries from one artifact to the next.
+        self._limiter = AdaptiveLimiter(DEFAULT_CONCURRENCY)
 
     @property
     def threshold(self) -> float:
@@ -68,18 +72,32 @@ class CoherenceMetric:
 
     async def ascore(self, artifact: object) -> ArtifactResult:
         """Score one artifact (text or Artifact) without blocking the event loop."""
-        return await score_artifact(self._plan, as_artifact(artifact))
+        if self._limiter.tripped is not None:  # a past outage must not doom later calls
+            self._limiter = AdaptiveLimiter(DEFAULT_CONCURRENCY)
+        return await score_artifact(self._plan, as_artifact(artifact), self._limiter)
 
     def score(self, artifact: object) -> ArtifactResult:
         """Score one artifact (text or Artifact)."""
         return run_sync(self.ascore(artifact))
 
     def assert_coheres(self, artifact: object) -> ArtifactResult:
-        """Return the result if the artifact is canon; raise AssertionError naming what failed."""
+        """Return the result if the artifact is canon; raise AssertionError naming what failed.
+
+        When the judge could not answer and nothing else counts against the artifact, it
+        raises JudgeUnavailableError instead: a broken judge is a test error, not a failure.
+        """
         result = self.score(artifact)
-        if not result.canon:
-            raise AssertionError(failure_message(result))
-        return result
+        if result.canon:
+            return result
+        if not fails_on_evidence(result):
+            first = result.unscored[0] if result.unscored else None
+            cause = f" (first: {first.id}: {first.error})" if first is not None else ""
+            raise JudgeUnavailableError(
+                f"could not judge artifact {result.key}: {len(result.unscored)} of "
+                f"{len(result.cells)} questions unscored{cause}; the judge failed, not the "
+                "artifact"
+            )
+        raise AssertionError(failure_message(result))
 
 
 def _gates(

@@ -53,6 +53,7 @@ from canon.errors import (
 )
 from canon.judge.base import JudgeRequest
 from canon.judge.cache import fresh_judge
+from canon.judge.concurrency import AdaptiveLimiter
 from canon.judge.sync import run_sync
 from canon.runner import DEFAULT_CONCURRENCY, ScoringPlan
 from canon.store import dump_json, read_json, write_json_atomic
@@ -225,7 +226,7 @@ async def reask_flips(
 ) -> dict[tuple[str, str], Cell]:
     """Ask the judge each flipped question once more; a failed call is an unscored cell."""
     questions = {q.id: q for q in plan.questions}
-    limiter = asyncio.Semaphore(max(1, concurrency))
+    limiter = AdaptiveLimiter(concurrency)  # shrinks and trips like the scoring run's
     judge = fresh_judge(plan.judge)  # a cached answer would only repeat the flip
 
     async def ask(flip: Flip) -> tuple[tuple[str, str], Cell]:
