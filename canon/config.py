@@ -31,6 +31,9 @@ JUDGE_OPTIONS = {
     "max_attempts": int,
     "max_tokens": int,
     "constrain_answers": bool,
+    "logprobs": bool,
+    "structured_output": object,  # true, false or "auto": LiteLLMJudge checks it
+    "transport": str,
 }
 _KNOWN_KEYS = frozenset(
     {
@@ -177,15 +180,19 @@ def _judge_options(raw: object, source: Path) -> dict[str, Any]:
                 f"{', '.join(sorted(JUDGE_OPTIONS))}"
             )
         fits = (
-            isinstance(value, bool)
-            if kind is bool
-            else (
-                not isinstance(value, bool)
+            kind is object
+            or (kind is str and isinstance(value, str))
+            or (kind is bool and isinstance(value, bool))
+            or (
+                kind in (int, float)
+                and not isinstance(value, bool)
                 and isinstance(value, int if kind is int else int | float)
             )
         )
         if not fits:
-            wanted = {bool: "true or false", int: "a whole number", float: "a number"}[kind]
+            wanted = {bool: "true or false", int: "a whole number", float: "a number"}.get(
+                kind, "text"
+            )
             raise ConfigError(f"{source}: judge option {key!r} must be {wanted}, got {value!r}")
         options[str(key)] = value
     return options
