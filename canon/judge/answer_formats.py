@@ -44,35 +44,34 @@ def looks_structured(reply: str) -> bool:
     return reply.lstrip().startswith("{")
 
 
-def read_structured(question: Question, reply: str) -> tuple[Choice, int] | None:
-    """The choice a JSON reply names and where its label starts in the text, or None."""
+def read_structured(question: Question, reply: str) -> Choice | None:
+    """The choice a JSON reply's ``answer`` names, or None."""
     try:
         data = json.loads(reply)
     except ValueError:
         return None
     value = data.get("answer") if isinstance(data, dict) else None
-    choice = question.choice(value) if isinstance(value, str) else None
-    if choice is None:
-        return None
-    key = reply.find('"answer"')
-    start = reply.find(json.dumps(value, ensure_ascii=False), key + len('"answer"'))
-    return choice, (start + 1 if start >= 0 else -1)
-
-
-def label_offset(reply: str, choice: Choice) -> int:
-    """Where the answer's label starts in a text reply: its last occurrence."""
-    return reply.lower().rfind(choice.label.lower())
+    return question.choice(value) if isinstance(value, str) else None
 
 
 def logprob_distribution(
-    question: Question, tokens: Sequence[Token], offset: int
+    question: Question, tokens: Sequence[Token], choice: Choice, structured: bool
 ) -> dict[str, float] | None:
     """The offered labels' probabilities at the token where the answer begins, or None.
 
-    Each alternative token counts for the label it spells or uniquely begins (``"ye"`` for
-    ``yes``); a token that could begin two labels counts for neither. None when the answer
-    cannot be located in the tokens or no alternative names a label.
+    The answer is found in the tokens' own text (a server may trim the content it returns,
+    e.g. a code fence around JSON): after the ``"answer"`` key in a JSON reply, else the
+    label's last occurrence. Each alternative token counts for the label it spells or
+    uniquely begins (``"ye"`` for ``yes``, in any case); a token that could begin two labels
+    counts for neither. None when the answer is not found or no alternative names a label.
     """
+    joined = "".join(text for text, _, _ in tokens).lower()
+    label = choice.label.lower()
+    if structured:
+        key = joined.rfind('"answer"')
+        offset = joined.find(label, key) if key >= 0 else -1
+    else:
+        offset = joined.rfind(label)
     if offset < 0:
         return None
     position = 0
@@ -86,13 +85,13 @@ def logprob_distribution(
                 if alt_text in seen:
                     continue
                 seen.add(alt_text)
-                label = _label_for(question, alt_text, lead)
-                if label is not None and math.isfinite(alt_logprob):
-                    mass[label] = mass.get(label, 0.0) + math.exp(alt_logprob)
+                found = _label_for(question, alt_text, lead)
+                if found is not None and math.isfinite(alt_logprob):
+                    mass[found] = mass.get(found, 0.0) + math.exp(alt_logprob)
             total = sum(mass.values())
             if total <= 0.0:
                 return None
-            return {label: p / total for label, p in sorted(mass.items())}
+            return {name: p / total for name, p in sorted(mass.items())}
         position = end
     return None
 

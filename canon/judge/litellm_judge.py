@@ -48,7 +48,6 @@ from canon.errors import (
 from canon.judge.answer_formats import (
     Token,
     answer_schema,
-    label_offset,
     logprob_distribution,
     looks_structured,
     read_structured,
@@ -436,7 +435,8 @@ class LiteLLMJudge:
 
     def _read(self, question: Question, reply: _Reply) -> dict[str, float]:
         """One reply's distribution: its label, or the labels' probabilities with logprobs."""
-        if self._structured and looks_structured(reply.text):
+        structured = self._structured and looks_structured(reply.text)
+        if structured:
             found = read_structured(question, reply.text)
             if found is None:
                 raise JudgeError(
@@ -444,12 +444,11 @@ class LiteLLMJudge:
                     f"{', '.join(c.label for c in question.choices)}; got "
                     f"{' '.join(reply.text.split())[:160]!r}"
                 )
-            choice, offset = found
+            choice = found
         else:
             choice = parse_reply(question, reply.text)
-            offset = label_offset(reply.text, choice)
         if self.logprobs and reply.tokens:
-            spread = logprob_distribution(question, reply.tokens, offset)
+            spread = logprob_distribution(question, reply.tokens, choice, structured)
             if spread is not None:
                 return spread
         return {choice.label: 1.0}

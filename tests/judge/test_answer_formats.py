@@ -127,12 +127,26 @@ def test_a_token_that_could_begin_two_labels_counts_for_neither(questions):
         ("ANSWER: ", 0.0, ()),
         ("no", math.log(0.5), (("n", math.log(0.3)), ("yes", math.log(0.2)))),
     ]
-    spread = logprob_distribution(question, tokens, offset=len("ANSWER: "))
+    spread = logprob_distribution(question, tokens, question.choice("no"), structured=False)
     assert spread == pytest.approx({"no": 0.5 / 0.7, "yes": 0.2 / 0.7})
 
 
-def test_an_answer_outside_the_tokens_gives_no_distribution(questions):
-    tokens = [("ANSWER: yes", 0.0, ())]
-    assert logprob_distribution(questions["mission"], tokens, offset=99) is None
+def test_the_answer_is_found_in_the_tokens_even_when_the_content_was_trimmed(questions):
+    question = questions["G"]
+    # llama.cpp returns the JSON without the code fence the tokens still spell.
+    tokens = [
+        ("```json\n", 0.0, ()),
+        ('{"answer": "', 0.0, ()),
+        ("yes", math.log(0.6), (("no", math.log(0.3)), ("No", math.log(0.1)))),
+        ('"}', 0.0, ()),
+    ]
+    spread = logprob_distribution(question, tokens, question.choice("yes"), structured=True)
+    assert spread == pytest.approx({"yes": 0.6, "no": 0.4})
+
+
+def test_an_answer_missing_from_the_tokens_gives_no_distribution(questions):
+    question = questions["mission"]
+    tokens = [("ANSWER: maybe", 0.0, ())]
+    assert logprob_distribution(question, tokens, question.choice("yes"), False) is None
     assert read_structured(questions["mission"], "not json") is None
     assert read_structured(questions["mission"], '["yes"]') is None
