@@ -19,6 +19,7 @@ question.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections import deque
 from contextvars import ContextVar
@@ -82,26 +83,29 @@ class AdaptiveLimiter:
         """Wait for a free slot (and for any Retry-After hold); raise once the breaker trips."""
         if self._last_success is None:
             self._last_success = time.monotonic()  # the outage clock starts with the run
-        while True:
-            self._raise_if_tripped()
-            wait = self._hold_until - time.monotonic()
-            if wait > 0:
-                await asyncio.sleep(wait)
-                continue
-            if self.in_flight < int(self.limit) and not self._waiters:
-                break
+        self._raise_if_tripped()
+        if self.in_flight < int(self.limit) and not self._waiters:
+            self.in_flight += 1
+        else:
             future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
             self._waiters.append(future)
             try:
-                await future
-            finally:
-                if future in self._waiters:
-                    self._waiters.remove(future)
-            self._raise_if_tripped()
-            if self.in_flight < int(self.limit):
-                break
-        self.in_flight += 1
+                await future  # _wake hands the slot over: in_flight already counts it
+            except asyncio.CancelledError:
+                if future.done() and not future.cancelled() and future.exception() is None:
+                    self.release()  # woken, then cancelled: pass the slot on
+                else:
+                    with contextlib.suppress(ValueError):
+                        self._waiters.remove(future)
+                raise
         self.peak = max(self.peak, self.in_flight)
+        try:  # a Retry-After holds the call, slot and all, until it passes
+            while (wait := self._hold_until - time.monotonic()) > 0:
+                await asyncio.sleep(wait)
+            self._raise_if_tripped()
+        except BaseException:
+            self.release()
+            raise
 
     def release(self) -> None:
         """Give a slot back and wake the next waiter when the limit allows."""
@@ -151,7 +155,7 @@ class AdaptiveLimiter:
         while self._waiters:
             future = self._waiters.popleft()
             if not future.done():
-                future.set_result(None)
+                future.set_exception(self._stopped())
 
     def _shrink(self, started: float) -> None:
         self._slow_start = False
@@ -164,17 +168,18 @@ class AdaptiveLimiter:
         self.limit = max(1.0, self.limit / 2.0)
 
     def _wake(self) -> None:
-        free = int(self.limit) - self.in_flight
-        for future in list(self._waiters):
-            if free <= 0:
-                break
+        # Oldest first, handing each woken waiter its slot, so no newcomer can take it.
+        while self._waiters and self.in_flight < int(self.limit):
+            future = self._waiters.popleft()
             if not future.done():
-                self._waiters.remove(future)
+                self.in_flight += 1
                 future.set_result(None)
-                free -= 1
 
     def _raise_if_tripped(self) -> None:
         if self._tripped is not None:
-            raise JudgeUnavailableError(
-                f"judge calls stopped: {self._tripped}; check the endpoint, then run again"
-            )
+            raise self._stopped()
+
+    def _stopped(self) -> JudgeUnavailableError:
+        return JudgeUnavailableError(
+            f"judge calls stopped: {self._tripped}; check the endpoint, then run again"
+        )

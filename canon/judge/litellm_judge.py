@@ -171,8 +171,7 @@ class LiteLLMJudge:
             )
         if transport not in _TRANSPORTS:
             raise UsageError(
-                f"LiteLLMJudge transport must be one of {', '.join(_TRANSPORTS)}, "
-                f"got {transport!r}"
+                f"LiteLLMJudge transport must be one of {', '.join(_TRANSPORTS)}, got {transport!r}"
             )
         self.model = model.strip()
         self.samples = samples
@@ -298,8 +297,8 @@ class LiteLLMJudge:
         """Once per judge: check the provider and the credential, and pick the transport."""
         if self._ready:
             return
-        base = self.api_base or os.environ.get("OPENAI_BASE_URL") or os.environ.get(
-            "OPENAI_API_BASE"
+        base = (
+            self.api_base or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
         )
         is_openai = self.model.startswith("openai/")
         direct = self.transport == "direct" or (
@@ -568,7 +567,8 @@ def _from_litellm(response: Any) -> _Completion:
             _Reply(content if isinstance(content, str) else "", tuple(tokens_from(logprobs)))
         )
     usage = getattr(response, "usage", None)
-    as_dict = usage.model_dump() if hasattr(usage, "model_dump") else usage
+    dump = getattr(usage, "model_dump", None)
+    as_dict = dump() if callable(dump) else usage
     return _Completion(replies, as_dict if isinstance(as_dict, dict) else None)
 
 

@@ -105,9 +105,7 @@ class FakeLLM:
         self.rules.append(rule)
         return rule
 
-    def decide(
-        self, body: dict[str, Any]
-    ) -> tuple[str | None, list[str], dict[str, float] | None]:
+    def decide(self, body: dict[str, Any]) -> tuple[str | None, list[str], dict[str, float] | None]:
         """The fault to inject (or None), the reply contents and the rule's ``top``."""
         user = "\n".join(
             str(m.get("content", "")) for m in body.get("messages", []) if m.get("role") == "user"

@@ -1,4 +1,4 @@
-"""Structured (JSON schema) answers and logprob confidences, through real HTTP to the fake server."""
+"""Structured (JSON schema) answers and logprob confidences, over real HTTP to the fake server."""
 
 from __future__ import annotations
 
@@ -83,8 +83,9 @@ def test_logprobs_give_a_real_confidence_from_one_call(fake_llm, make_judge, ask
     judge = make_judge(logprobs=True, structured_output=False)
     answer = _answer(judge, ask(questions["mission"]))
     # Renormalised over the offered labels: the 0.05 on "banana" is dropped.
-    assert answer.distribution == pytest.approx({"partly": 0.6 / 0.95, "yes": 0.3 / 0.95,
-                                                 "no": 0.05 / 0.95})
+    assert answer.distribution == pytest.approx(
+        {"partly": 0.6 / 0.95, "yes": 0.3 / 0.95, "no": 0.05 / 0.95}
+    )
     body = fake_llm.requests[-1]
     assert body["logprobs"] is True and body["top_logprobs"] >= len(questions["mission"].choices)
     assert len(fake_llm.requests) == 1

@@ -190,9 +190,7 @@ def test_an_auth_error_with_a_key_in_the_config_asks_to_check_it(
         _answer(make_judge(api_key="sk-wrong"), ask(questions["mission"]))
 
 
-def test_a_missing_key_for_a_hosted_provider_stops_before_any_request(
-    ask, questions, monkeypatch
-):
+def test_a_missing_key_for_a_hosted_provider_stops_before_any_request(ask, questions, monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     judge = LiteLLMJudge("anthropic/claude-3-5-haiku-20241022")
     with pytest.raises(JudgeCredentialError) as info:
@@ -223,9 +221,7 @@ def test_a_missing_openai_key_without_an_endpoint_stops_before_any_request(
             _answer(judge, ask(questions["mission"]))
 
 
-def test_an_unknown_model_is_a_setting_error_without_retries(
-    fake_llm, make_judge, ask, questions
-):
+def test_an_unknown_model_is_a_setting_error_without_retries(fake_llm, make_judge, ask, questions):
     fake_llm.script(MISSION_Q, always="404")
     with pytest.raises(JudgeSetupError, match="not found by the provider") as info:
         _answer(make_judge(), ask(questions["mission"]))

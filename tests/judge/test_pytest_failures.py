@@ -76,9 +76,7 @@ def test_an_unusable_judge_option_is_a_fixture_error(project):
     result.stdout.fnmatch_lines(["*ConfigError: judge_options:*transport must be one of*"])
 
 
-def test_a_working_judge_still_passes_and_a_real_failure_is_still_an_assertion(
-    project, fake_llm
-):
+def test_a_real_failure_under_a_working_judge_is_still_an_assertion(project, fake_llm):
     fake_llm.script("contradict any part", "ANSWER: yes")  # the NSCP gate trips: evidence
     fake_llm.script("", "ANSWER: yes")
     result = project.runpytest_subprocess("-q")
