@@ -321,7 +321,7 @@ class LiteLLMJudge:
             litellm = load_litellm()
             self._check_provider(litellm)
             if self.api_key is None and self.api_base is None:
-                self._refuse_missing(_missing_keys(litellm, self.model))
+                self._refuse_missing(_missing_api_keys(litellm, self.model))
             supported = self.structured_output is True or (
                 self.structured_output == "auto" and _supports_schema(litellm, self.model)
             )
@@ -586,6 +586,18 @@ def _supports_schema(litellm: Any, model: str) -> bool:
         return bool(litellm.supports_response_schema(model=model))
     except Exception:  # unknown to litellm's model list: ask in text
         return False
+
+
+def _missing_api_keys(litellm: Any, model: str) -> list[str]:
+    """The unset ``*_API_KEY`` variables a hosted model needs, checked before any call.
+
+    Only API keys: other names litellm lists can be supplied otherwise (Ollama's default
+    address, AWS and Google credentials from their own config, Azure AD tokens), and refusing
+    those up front would stop judges that work.
+    """
+    if model.split("/", 1)[0] in ("azure", "azure_ai"):
+        return []
+    return [name for name in _missing_keys(litellm, model) if name.endswith("_API_KEY")]
 
 
 def _missing_keys(litellm: Any, model: str) -> list[str]:

@@ -210,6 +210,17 @@ def test_a_missing_key_at_an_endpoint_that_wants_one_is_a_setting_error(
     assert len(fake_llm.requests) <= 1  # litellm's SDK refuses to send without a key
 
 
+@pytest.mark.parametrize(
+    "model", ["ollama/llama3", "bedrock/anthropic.claude-3-haiku-20240307-v1:0"]
+)
+def test_credentials_that_can_come_from_elsewhere_are_not_refused_up_front(model, monkeypatch):
+    from canon.judge.litellm_judge import _missing_api_keys, load_litellm
+
+    for name in ("OLLAMA_API_BASE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    assert _missing_api_keys(load_litellm(), model) == []
+
+
 def test_a_missing_openai_key_without_an_endpoint_stops_before_any_request(
     ask, questions, monkeypatch
 ):
