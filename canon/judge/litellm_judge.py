@@ -66,6 +66,9 @@ _FORMAT_HINT = (
     "true, or choose a model that follows instructions"
 )
 
+# Questions with only unreadable replies, and none readable yet, before the run stops.
+FORMAT_STRIKES = 3
+
 FailureKind = Literal["transient", "malformed", "unparseable"]
 Transport = Literal["auto", "litellm", "direct"]
 _TRANSPORTS = ("auto", "litellm", "direct")
@@ -200,6 +203,7 @@ class LiteLLMJudge:
         # A refused key stays refused for the run: later questions fail without a request.
         self._refusal: str | None = None
         self._readable = False  # some reply named a choice: the model follows the format
+        self._unreadable = 0  # questions that used up their attempts on unreadable replies
 
     @property
     def name(self) -> str:
@@ -285,7 +289,10 @@ class LiteLLMJudge:
                 "network and the provider's status, then run again (CI may simply retry)"
             )
         if failure.kind == "unparseable":
-            if not self._readable:
+            self._unreadable += 1
+            # One unreadable question may be bad luck; several with no readable reply at all
+            # mean the model does not follow the format, and every question would fail.
+            if not self._readable and self._unreadable >= FORMAT_STRIKES:
                 raise JudgeFormatError(
                     f"judge {self.model} answers but ignores the answer format ({attempts}: "
                     f"{failure.detail}); {_FORMAT_HINT}"
