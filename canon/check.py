@@ -15,6 +15,7 @@ from canon.core.baseline import Baseline, baseline_from_results
 from canon.core.compare import DEFAULT_TOLERANCE, Comparison, ReaskNoise, gate, provenance_notes
 from canon.core.evidence import DecisionRule
 from canon.core.scoring import ArtifactResult
+from canon.judge.concurrency import AdaptiveLimiter
 from canon.runner import DEFAULT_CONCURRENCY, ProgressCallback, ScoringPlan, score_artifacts
 
 
@@ -42,7 +43,10 @@ async def score_run(
     budget_cells: int | None = None,
 ) -> Confirmation:
     """Score artifacts, then re-ask what a failing verdict (or a flip) hangs on."""
-    first = await score_artifacts(plan, artifacts, concurrency=concurrency, on_result=on_result)
+    limiter = AdaptiveLimiter(concurrency)  # one per run: the re-asks share what it learned
+    first = await score_artifacts(
+        plan, artifacts, concurrency=concurrency, on_result=on_result, limiter=limiter
+    )
     return await confirm(
         plan,
         artifacts,
@@ -51,6 +55,7 @@ async def score_run(
         baseline=baseline,
         concurrency=concurrency,
         budget_cells=budget_cells,
+        limiter=limiter,
     )
 
 

@@ -38,6 +38,9 @@ JUDGE_OPTIONS = {
     "max_tokens": int,
     "constrain_answers": bool,
     "batch": bool,  # read by the CLI (provider batch mode), not passed to the judge
+    "logprobs": bool,
+    "structured_output": object,  # true, false or "auto": LiteLLMJudge checks it
+    "transport": str,
 }
 # The range each numeric judge option must lie in: a typo such as max_tokens: -5 or
 # timeout: 1e308 is refused here, naming the key, instead of misbehaving at run time.
@@ -274,15 +277,19 @@ def _judge_options(raw: object, source: Path) -> dict[str, Any]:
                 f"{', '.join(sorted(JUDGE_OPTIONS))}"
             )
         fits = (
-            isinstance(value, bool)
-            if kind is bool
-            else (
-                not isinstance(value, bool)
+            kind is object
+            or (kind is str and isinstance(value, str))
+            or (kind is bool and isinstance(value, bool))
+            or (
+                kind in (int, float)
+                and not isinstance(value, bool)
                 and isinstance(value, int if kind is int else int | float)
             )
         )
         if not fits:
-            wanted = {bool: "true or false", int: "a whole number", float: "a number"}[kind]
+            wanted = {bool: "true or false", int: "a whole number", float: "a number"}.get(
+                kind, "text"
+            )
             raise ConfigError(f"{source}: judge option {key!r} must be {wanted}, got {value!r}")
         bounds = JUDGE_OPTION_BOUNDS.get(str(key))
         if bounds is not None and not (math.isfinite(value) and bounds[0] <= value <= bounds[1]):

@@ -28,6 +28,7 @@ from canon.core.settle import (
 )
 from canon.errors import JudgeError, JudgeScriptError
 from canon.judge.base import JudgeRequest
+from canon.judge.concurrency import AdaptiveLimiter
 from canon.runner import DEFAULT_CONCURRENCY, ScoringPlan
 
 CellKey = tuple[str, str]  # (artifact key, question id)
@@ -77,6 +78,7 @@ async def confirm(
     baseline: Baseline | None = None,
     concurrency: int = DEFAULT_CONCURRENCY,
     budget_cells: int | None = None,
+    limiter: AdaptiveLimiter | None = None,
 ) -> Confirmation:
     """Confirm or clear every would-be failure of a scored run.
 
@@ -84,7 +86,9 @@ async def confirm(
     the run is one part of a larger whole (a pytest session checking one artifact a test).
     """
     cells = max(budget_cells or 0, sum(len(r.cells) for r in results))
-    limiter = asyncio.Semaphore(max(1, concurrency))
+    # The scoring run's limiter, when given: what it learned of the judge's capacity (and a
+    # tripped outage breaker) carries over to the re-asks.
+    limiter = limiter or AdaptiveLimiter(concurrency)
     by_key = {a.key: a for a in artifacts}
     records = baseline.artifacts if baseline is not None else {}
     settled = await asyncio.gather(
@@ -134,7 +138,7 @@ class _ArtifactConfirmation:
         result: ArtifactResult,
         rule: DecisionRule,
         cells: int,
-        limiter: asyncio.Semaphore,
+        limiter: AdaptiveLimiter,
     ) -> None:
         self.plan = plan
         self.artifact = artifact
@@ -206,14 +210,14 @@ class _ArtifactConfirmation:
             self.plan.rubric.instructions,
             variant,
         )
-        async with self.limiter:
-            try:
+        try:
+            async with self.limiter:  # a tripped breaker raises here: the re-ask failed
                 answer = await self.plan.judge.answer(request)
-                score_cell(cell.question, answer)  # refuse a reply the cell could not hold
-            except JudgeScriptError:
-                raise  # a mis-scripted test must fail loudly
-            except JudgeError as exc:
-                return str(exc)
+            score_cell(cell.question, answer)  # refuse a reply the cell could not hold
+        except JudgeScriptError:
+            raise  # a mis-scripted test must fail loudly
+        except JudgeError as exc:
+            return str(exc)
         return answer
 
     def _pooled(self) -> tuple[Cell, ...]:

@@ -7,7 +7,9 @@ single line on stderr and its ``exit_code``.
     ├── UsageError                  a command was called wrongly
     ├── ConfigError                 canon.yaml / pyproject [tool.canon] is unusable
     │   ├── RubricOverrideError     someone tried to supply their own rubric
-    │   └── JudgeSetupError         the model judge cannot be set up (canon.judge.litellm_judge)
+    │   ├── JudgeSetupError         the model judge cannot be set up (canon.judge.litellm_judge)
+    │   ├── JudgeCredentialError    the judge's credential is missing or refused
+    │   └── JudgeFormatError        the judge answers but never in the format Canon reads
     ├── ConstitutionError           constitution file or value is malformed
     ├── RubricError                 the packaged rubric data is malformed
     ├── InputError                  an artifact, suite, trace or JSON input is unusable
@@ -39,6 +41,14 @@ class ConfigError(CanonError):
 
 class RubricOverrideError(ConfigError):
     """A caller tried to replace the fixed rubric."""
+
+
+class JudgeCredentialError(ConfigError):
+    """The model judge's credential is missing or was refused: a setting, not an outage."""
+
+
+class JudgeFormatError(ConfigError):
+    """The model judge answers, but never in a form that names one of the offered choices."""
 
 
 class ConstitutionError(CanonError):
@@ -74,7 +84,7 @@ class JudgeScriptError(JudgeError):
 
 
 class JudgeUnavailableError(JudgeError):
-    """A real judge stayed unreachable after retries (network, auth, rate limit)."""
+    """A real judge stayed unreachable after retries (network, rate limit, server outage)."""
 
     exit_code = 3
 

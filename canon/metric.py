@@ -10,13 +10,14 @@ from canon.core.artifact import as_artifact
 from canon.core.constitution import Constitution
 from canon.core.evidence import DecisionRule
 from canon.core.rubric import refuse_rubric_override
-from canon.core.scoring import ArtifactResult, check_threshold, failure_message
-from canon.errors import UsageError
+from canon.core.scoring import ArtifactResult, check_threshold, fails_on_evidence, failure_message
+from canon.errors import JudgeUnavailableError, UsageError
 from canon.gate_loading import ContractSpec, PolicySpec, contract_gate, policy_gate
 from canon.judge.base import Judge
+from canon.judge.concurrency import AdaptiveLimiter
 from canon.judge.factory import judge_from_spec
 from canon.judge.sync import run_sync
-from canon.runner import ArtifactGate, ScoringPlan, score_artifact
+from canon.runner import DEFAULT_CONCURRENCY, ArtifactGate, ScoringPlan, score_artifact
 from canon.store import load_rubric
 
 _NOT_GIVEN: object = object()
@@ -65,6 +66,9 @@ class CoherenceMetric:
             gates=_gates(policy, contract, gates),
         )
         self._rule = rule or DecisionRule()
+        # One limiter for the metric's life: what it learns about the judge's capacity
+        # carries from one artifact to the next.
+        self._limiter = AdaptiveLimiter(DEFAULT_CONCURRENCY)
 
     @property
     def plan(self) -> ScoringPlan:
@@ -87,9 +91,11 @@ class CoherenceMetric:
         A failing verdict is confirmed by re-asking the judge first (``rule``), so one noisy
         answer does not make the artifact non-canon.
         """
+        if self._limiter.tripped is not None:  # a past outage must not doom later calls
+            self._limiter = AdaptiveLimiter(DEFAULT_CONCURRENCY)
         item = as_artifact(artifact)
-        first = await score_artifact(self._plan, item)
-        confirmation = await confirm(self._plan, [item], [first], self._rule)
+        first = await score_artifact(self._plan, item, self._limiter)
+        confirmation = await confirm(self._plan, [item], [first], self._rule, limiter=self._limiter)
         return confirmation.results[0]
 
     def score(self, artifact: object) -> ArtifactResult:
@@ -97,11 +103,23 @@ class CoherenceMetric:
         return run_sync(self.ascore(artifact))
 
     def assert_coheres(self, artifact: object) -> ArtifactResult:
-        """Return the result if the artifact is canon; raise AssertionError naming what failed."""
+        """Return the result if the artifact is canon; raise AssertionError naming what failed.
+
+        When the judge could not answer and nothing else counts against the artifact, it
+        raises JudgeUnavailableError instead: a broken judge is a test error, not a failure.
+        """
         result = self.score(artifact)
-        if not result.canon:
-            raise AssertionError(failure_message(result))
-        return result
+        if result.canon:
+            return result
+        if not fails_on_evidence(result):
+            first = result.unscored[0] if result.unscored else None
+            cause = f" (first: {first.id}: {first.error})" if first is not None else ""
+            raise JudgeUnavailableError(
+                f"could not judge artifact {result.key}: {len(result.unscored)} of "
+                f"{len(result.cells)} questions unscored{cause}; the judge failed, not the "
+                "artifact"
+            )
+        raise AssertionError(failure_message(result))
 
 
 def _gates(

@@ -2,6 +2,9 @@
 
 Registered through the ``pytest11`` entry point, so it loads in every pytest run where
 Canon is installed; it therefore imports nothing heavy until a fixture is used.
+
+A config or judge setting that cannot work makes the fixture raise its ``CanonError``, so
+the tests that use it are errors (not failures) naming the file and the problem.
 """
 
 from __future__ import annotations
@@ -56,31 +59,24 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 def canon_config(request: pytest.FixtureRequest) -> Config:
     """The project's Canon config (its .env files loaded), as ``canon score`` would read it."""
     from canon.config import load_config, load_env_files
-    from canon.errors import CanonError
 
     explicit = request.config.getoption("--canon-config")
-    try:
-        config = load_config(Path(explicit) if explicit else None)
-        load_env_files(config.source.parent if config.source else config.base_dir)
-    except CanonError as exc:
-        raise pytest.UsageError(f"canon: {exc}") from None
+    config = load_config(Path(explicit) if explicit else None)
+    load_env_files(config.source.parent if config.source else config.base_dir)
     return config
 
 
 @pytest.fixture(scope="session")
 def canon_constitution(canon_config: Config) -> Constitution:
     """The constitution named by ``constitution_path``."""
-    from canon.errors import CanonError
+    from canon.errors import ConfigError
     from canon.store import constitution_from_file
 
     if canon_config.constitution_path is None:
-        raise pytest.UsageError(
-            f"canon: {canon_config.source or 'no canon.yaml found'}: set 'constitution_path'"
+        raise ConfigError(
+            f"{canon_config.source or 'no canon.yaml found'}: set 'constitution_path'"
         )
-    try:
-        return constitution_from_file(canon_config.constitution_path)
-    except CanonError as exc:
-        raise pytest.UsageError(f"canon: {exc}") from None
+    return constitution_from_file(canon_config.constitution_path)
 
 
 @pytest.fixture(scope="session")
@@ -88,32 +84,27 @@ def canon_metric(
     request: pytest.FixtureRequest, canon_config: Config, canon_constitution: Constitution
 ) -> CoherenceMetric:
     """A CoherenceMetric with the config's judge (and answer cache), threshold and gates."""
-    from canon.errors import CanonError
+    from canon.errors import ConfigError
     from canon.judge.cache import cached_judge
     from canon.judge.factory import judge_from_spec
     from canon.metric import CoherenceMetric
 
     if canon_config.judge_model is None:
-        raise pytest.UsageError(
-            f"canon: {canon_config.source or 'no canon.yaml found'}: set 'judge_model'"
-        )
+        raise ConfigError(f"{canon_config.source or 'no canon.yaml found'}: set 'judge_model'")
     cache = None if request.config.getoption("--canon-no-cache") else canon_config.judge_cache
-    try:
-        judge = judge_from_spec(
-            canon_config.judge_model,
-            base_dir=canon_config.base_dir,
-            options=canon_config.judge_options,
-        )
-        return CoherenceMetric(
-            constitution=canon_constitution,
-            judge=cached_judge(judge, cache),
-            threshold=canon_config.threshold,
-            policy=canon_config.policy,
-            contract=canon_config.contract,
-            rule=canon_config.rule,
-        )
-    except CanonError as exc:
-        raise pytest.UsageError(f"canon: {exc}") from None
+    judge = judge_from_spec(
+        canon_config.judge_model,
+        base_dir=canon_config.base_dir,
+        options=canon_config.judge_options,
+    )
+    return CoherenceMetric(
+        constitution=canon_constitution,
+        judge=cached_judge(judge, cache),
+        threshold=canon_config.threshold,
+        policy=canon_config.policy,
+        contract=canon_config.contract,
+        rule=canon_config.rule,
+    )
 
 
 def _baseline_session(config: pytest.Config) -> BaselineSession:

@@ -21,6 +21,7 @@ from canon.core.scoring import (
 from canon.errors import JudgeError, JudgeScriptError
 from canon.gates.outcome import GateOutcome
 from canon.judge.base import Judge, JudgeRequest
+from canon.judge.concurrency import AdaptiveLimiter
 from canon.judge.prompt_cache import prefix_shares
 
 ArtifactGate = Callable[[Artifact], GateOutcome]
@@ -48,13 +49,13 @@ class ScoringPlan:
 
 
 async def score_artifact(
-    plan: ScoringPlan, artifact: Artifact, limiter: asyncio.Semaphore | None = None
+    plan: ScoringPlan, artifact: Artifact, limiter: AdaptiveLimiter | None = None
 ) -> ArtifactResult:
     """Score one artifact: gates first, and the judge only if no gate stopped it."""
     outcomes = tuple(gate(artifact) for gate in plan.gates)
     if any(outcome.stops for outcome in outcomes):
         return stopped_verdict(artifact.key, plan.threshold, outcomes)
-    limiter = limiter or asyncio.Semaphore(DEFAULT_CONCURRENCY)
+    limiter = limiter or AdaptiveLimiter(DEFAULT_CONCURRENCY)
     questions = plan.questions
     shares = prefix_shares(questions)
     cells = await _all([_ask(plan, artifact, q, limiter, shares[q.id]) for q in questions])
@@ -65,20 +66,20 @@ async def _ask(
     plan: ScoringPlan,
     artifact: Artifact,
     question: Question,
-    limiter: asyncio.Semaphore,
+    limiter: AdaptiveLimiter,
     shares: int = 1,
 ) -> Cell:
     request = JudgeRequest(
         question, artifact, plan.constitution, plan.rubric.instructions, prefix_shares=shares
     )
-    async with limiter:
-        try:
+    try:
+        async with limiter:  # a tripped breaker raises here: an unscored cell like the rest
             answer = await plan.judge.answer(request)
-            return score_cell(question, answer)
-        except JudgeScriptError:
-            raise  # a mis-scripted test must fail loudly, not become an unscored cell
-        except JudgeError as exc:
-            return unscored_cell(question, str(exc))
+        return score_cell(question, answer)
+    except JudgeScriptError:
+        raise  # a mis-scripted test must fail loudly, not become an unscored cell
+    except JudgeError as exc:
+        return unscored_cell(question, str(exc))
 
 
 async def score_artifacts(
@@ -87,9 +88,14 @@ async def score_artifacts(
     *,
     concurrency: int = DEFAULT_CONCURRENCY,
     on_result: ProgressCallback | None = None,
+    limiter: AdaptiveLimiter | None = None,
 ) -> tuple[ArtifactResult, ...]:
-    """Score many artifacts with at most ``concurrency`` judge calls in flight."""
-    limiter = asyncio.Semaphore(max(1, concurrency))
+    """Score many artifacts with at most ``concurrency`` judge calls in flight.
+
+    The limit adapts to what the judge sustains (canon.judge.concurrency); pass ``limiter``
+    to share one with later calls of the same run, such as confirmation re-asks.
+    """
+    limiter = limiter or AdaptiveLimiter(concurrency)
     done = 0
 
     async def one(artifact: Artifact) -> ArtifactResult:

@@ -62,7 +62,7 @@ def response_usage(litellm: Any, model: str, response: Any, *, batch: bool = Fal
         prompt_tokens=prompt,
         completion_tokens=completion,
         cached_tokens=cached,
-        cost=_cost(litellm, model, response, prompt, completion, batch),
+        cost=_cost(litellm, model, response, prompt, completion, batch, cached),
     )
 
 
@@ -78,7 +78,13 @@ def priced(litellm: Any, model: str) -> bool:
 
 
 def price_of(
-    litellm: Any, model: str, prompt_tokens: int, completion_tokens: int, *, batch: bool = False
+    litellm: Any,
+    model: str,
+    prompt_tokens: int,
+    completion_tokens: int,
+    *,
+    batch: bool = False,
+    cached_tokens: int = 0,
 ) -> float | None:
     """What litellm's price table charges for these tokens, or None when it cannot say."""
     if not priced(litellm, model):
@@ -97,7 +103,10 @@ def price_of(
                 prompt_cost, completion_cost = batch_cost_calculator(usage=usage, model=model)
         else:
             prompt_cost, completion_cost = litellm.cost_per_token(
-                model=model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens
+                model=model,
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                cache_read_input_tokens=cached_tokens,  # priced at the provider's cached rate
             )
     except Exception:  # the table has the model but not these prices
         return None
@@ -116,11 +125,13 @@ def _cost(
     prompt: int,
     completion: int,
     batch: bool,
+    cached: int = 0,
 ) -> float | None:
     if not priced(litellm, model):
         return None
     if batch or not hasattr(response, "choices") or isinstance(response, Mapping):
-        return price_of(litellm, model, prompt, completion, batch=batch)
+        # a raw body (the direct path, a batch result): the price table, cached tokens apart
+        return price_of(litellm, model, prompt, completion, batch=batch, cached_tokens=cached)
     try:
         # litellm's own accounting: it knows cached-token discounts and per-provider rules
         return float(litellm.completion_cost(completion_response=response, model=model))

@@ -53,7 +53,13 @@ def fake_llm() -> Iterator[Any]:
 
 
 @pytest.fixture
-def make_judge(fake_llm: Any) -> Callable[..., LiteLLMJudge]:
+def transport() -> str:
+    """The judge's call path; test modules that cover both override this with params."""
+    return "auto"
+
+
+@pytest.fixture
+def make_judge(fake_llm: Any, transport: str) -> Callable[..., LiteLLMJudge]:
     """Build a LiteLLMJudge aimed at the fake server, with test-sized backoff."""
 
     def build(**options: Any) -> LiteLLMJudge:
@@ -63,6 +69,7 @@ def make_judge(fake_llm: Any) -> Callable[..., LiteLLMJudge]:
             "backoff": 0.01,
             "max_backoff": 0.05,
             "timeout": 5,
+            "transport": transport,
         }
         settings.update(options)
         return LiteLLMJudge("openai/fake-judge", **settings)

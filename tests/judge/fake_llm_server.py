@@ -4,12 +4,18 @@ It answers POST /v1/chat/completions from a script of rules, tried in order: the
 whose ``match`` text occurs in the request's user message decides the reply. A rule can
 first inject faults (a 500, a 429 with Retry-After, a hang, a dropped connection, malformed
 JSON, a 401), one per request, before it starts giving its scripted replies.
+
+Like llama.cpp it can have a fixed number of ``slots``: requests beyond them wait in the
+server's queue, each taking ``latency`` seconds of service. A rule's ``top`` gives the
+log-probabilities returned (when asked for ``logprobs``) at the token that spells the answer.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import math
+import re
 import socket
 import threading
 import time
@@ -32,6 +38,7 @@ class Rule:
     replies: Sequence[str]  # cycled; one per sample asked
     faults: list[str] = field(default_factory=list)
     always: str | None = None  # a fault given to every request, forever
+    top: dict[str, float] | None = None  # token -> probability at the answer's position
     hits: int = 0
 
 
@@ -46,6 +53,39 @@ class FakeLLM:
         self._lock = threading.Lock()
         self.port = 0
         self.connections: list[socket.socket] = []  # closed at shutdown: no keep-alive afterlife
+        self.latency = 0.0  # seconds each reply takes to compute
+        self.slots: threading.Semaphore | None = None  # None: unlimited parallel service
+        self.busy = 0  # requests in service now
+        self.peak_busy = 0
+        self.peak_waiting = 0  # the most requests queued at once behind busy slots
+        self._waiting = 0
+
+    def limit_slots(self, count: int, latency: float) -> None:
+        """Serve at most ``count`` requests at a time, each for ``latency`` seconds."""
+        self.slots = threading.Semaphore(count)
+        self.latency = latency
+
+    @contextmanager
+    def serving(self) -> Iterator[None]:
+        """Hold a slot (queueing behind busy ones) while one reply is computed."""
+        with self._lock:
+            self._waiting += 1
+            self.peak_waiting = max(self.peak_waiting, self._waiting)
+        if self.slots is not None:
+            self.slots.acquire()
+        with self._lock:
+            self._waiting -= 1
+            self.busy += 1
+            self.peak_busy = max(self.peak_busy, self.busy)
+        try:
+            if self.latency:
+                time.sleep(self.latency)
+            yield
+        finally:
+            with self._lock:
+                self.busy -= 1
+            if self.slots is not None:
+                self.slots.release()
 
     @property
     def base_url(self) -> str:
@@ -58,14 +98,15 @@ class FakeLLM:
         *replies: str,
         faults: Sequence[str] = (),
         always: str | None = None,
+        top: dict[str, float] | None = None,
     ) -> Rule:
         """Add a rule; later rules are tried after earlier ones."""
-        rule = Rule(match, replies or ("ANSWER: yes",), list(faults), always)
+        rule = Rule(match, replies or ("ANSWER: yes",), list(faults), always, top)
         self.rules.append(rule)
         return rule
 
-    def decide(self, body: dict[str, Any]) -> tuple[str | None, list[str]]:
-        """The fault to inject (or None) and the reply contents for one request."""
+    def decide(self, body: dict[str, Any]) -> tuple[str | None, list[str], dict[str, float] | None]:
+        """The fault to inject (or None), the reply contents and the rule's ``top``."""
         user = "\n".join(
             str(m.get("content", "")) for m in body.get("messages", []) if m.get("role") == "user"
         )
@@ -74,15 +115,15 @@ class FakeLLM:
             for rule in self.rules:
                 if rule.match in user:
                     if rule.always is not None:
-                        return rule.always, []
+                        return rule.always, [], None
                     if rule.faults:
-                        return rule.faults.pop(0), []
+                        return rule.faults.pop(0), [], None
                     count = int(body.get("n") or 1) if self.honour_n else 1
                     start = rule.hits
                     rule.hits += count
                     replies = [rule.replies[(start + i) % len(rule.replies)] for i in range(count)]
-                    return None, replies
-        return None, ["I cannot tell."]
+                    return None, replies, rule.top
+        return None, ["I cannot tell."], None
 
 
 def _handler(state: FakeLLM) -> type[BaseHTTPRequestHandler]:
@@ -105,9 +146,10 @@ def _handler(state: FakeLLM) -> type[BaseHTTPRequestHandler]:
             if not self.path.endswith("/chat/completions"):
                 self._send(404, {"error": {"message": "no such route"}})
                 return
-            fault, replies = state.decide(body)
+            fault, replies, top = state.decide(body)
             if fault is None:
-                self._send(200, _completion(body, replies))
+                with state.serving():
+                    self._send(200, _completion(body, replies, top))
             elif fault in ("500", "503"):
                 self._send(int(fault), {"error": {"message": "server exploded", "type": "x"}})
             elif fault == "429":
@@ -133,6 +175,11 @@ def _handler(state: FakeLLM) -> type[BaseHTTPRequestHandler]:
                 self._send_raw(200, b'{"id": "x", "choices": [{"message": ')
             elif fault == "empty":
                 self._send(200, _completion(body, [""]))
+            elif fault == "schema":  # a server that refuses response_format, like some do
+                if "response_format" in body:
+                    self._send(400, {"error": {"message": "response_format is not supported"}})
+                else:
+                    self._send(200, _completion(body, ["ANSWER: yes"]))
             else:
                 raise ValueError(f"unknown fault {fault!r}")
 
@@ -155,7 +202,28 @@ def _handler(state: FakeLLM) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def _completion(body: dict[str, Any], replies: list[str]) -> dict[str, Any]:
+def _logprobs(text: str, top: dict[str, float] | None) -> dict[str, Any]:
+    """Tokens of ``text`` (words and single other characters); ``top`` at the answer word."""
+    pieces = re.findall(r"\w+|\W", text)
+    words = [i for i, piece in enumerate(pieces) if top and piece in top]
+    answer_at = words[-1] if words else -1
+    content = []
+    for index, piece in enumerate(pieces):
+        if index == answer_at and top:
+            alternatives = [
+                {"token": token, "logprob": math.log(p)} for token, p in top.items() if p > 0
+            ]
+            content.append(
+                {"token": piece, "logprob": math.log(top[piece]), "top_logprobs": alternatives}
+            )
+        else:
+            content.append({"token": piece, "logprob": 0.0, "top_logprobs": []})
+    return {"content": content}
+
+
+def _completion(
+    body: dict[str, Any], replies: list[str], top: dict[str, float] | None = None
+) -> dict[str, Any]:
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
@@ -166,6 +234,7 @@ def _completion(body: dict[str, Any], replies: list[str]) -> dict[str, Any]:
                 "index": i,
                 "message": {"role": "assistant", "content": text},
                 "finish_reason": "stop",
+                **({"logprobs": _logprobs(text, top)} if body.get("logprobs") else {}),
             }
             for i, text in enumerate(replies)
         ],

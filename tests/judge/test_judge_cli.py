@@ -192,3 +192,28 @@ def test_an_unknown_provider_is_bad_config_with_one_line(project):
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "does not recognise the provider 'nosuchprovider'" in lines[0]
+
+
+@pytest.mark.parametrize("command", ["score", "accept"])
+def test_a_refused_key_is_exit_2_with_one_line_naming_the_variable(
+    project, fake_llm, monkeypatch, command
+):
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-revoked")
+    fake_llm.script("", always="401")
+    result = _invoke(project, command, "--quiet", "--suite", "one.yaml")
+    assert result.exit_code == 2, result.output
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "refused the credentials" in lines[0]
+    assert "OPENAI_API_KEY" in lines[0] and ".env next to canon.yaml" in lines[0]
+    assert len(fake_llm.requests) == 1  # the first call, no retries
+    assert not list(project.rglob("one.json"))  # accept wrote no baseline
+
+
+def test_a_model_that_ignores_the_format_is_exit_2_with_the_hint(project, fake_llm, monkeypatch):
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    fake_llm.script("", "Happy to help with billing!")
+    result = _invoke(project, "score", "--quiet", "--suite", "one.yaml")
+    assert result.exit_code == 2, result.output
+    assert "ignores the answer format" in result.stderr and "constrain_answers" in result.stderr

@@ -8,11 +8,24 @@ import time
 import pytest
 
 from canon import CoherenceMetric
-from canon.errors import ConfigError, JudgeError, JudgeUnavailableError, UsageError
+from canon.errors import (
+    ConfigError,
+    JudgeCredentialError,
+    JudgeError,
+    JudgeFormatError,
+    JudgeUnavailableError,
+    UsageError,
+)
 from canon.judge.litellm_judge import JudgeSetupError, LiteLLMJudge
 
 MISSION_Q = "serve the mission"
 GATE_Q = "contradict any part"
+
+
+@pytest.fixture(params=["direct", "litellm"])
+def transport(request):
+    """Every test here runs through both call paths: httpx straight, and litellm."""
+    return request.param
 
 
 def _answer(judge, request):
@@ -142,16 +155,18 @@ def test_a_server_that_is_down_makes_the_judge_unavailable(make_judge, ask, ques
 
 
 @pytest.mark.parametrize("status", ["401", "403"])
-def test_an_auth_error_is_unavailable_at_once_and_says_which_key_to_set(
+def test_a_refused_key_is_a_setting_error_at_once_naming_the_variable_and_the_env_file(
     fake_llm, make_judge, ask, questions, monkeypatch, status
 ):
-    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-revoked")
     fake_llm.script(MISSION_Q, always=status)
-    with pytest.raises(JudgeUnavailableError) as info:
-        _answer(make_judge(), ask(questions["mission"]))
+    with pytest.raises(JudgeCredentialError) as info:
+        _answer(make_judge(api_key=None), ask(questions["mission"]))
     message = str(info.value)
     assert "openai/fake-judge refused the credentials" in message
-    assert f"HTTP {status}" in message and "set OPENAI_API_KEY" in message
+    assert f"HTTP {status}" in message and "OPENAI_API_KEY" in message
+    assert ".env next to canon.yaml" in message
+    assert info.value.exit_code == 2  # a setting to change, not an outage CI may retry
     assert len(fake_llm.requests) == 1  # retrying cannot fix a bad key
 
 
@@ -160,26 +175,68 @@ def test_after_an_auth_error_later_questions_fail_without_a_request(
 ):
     fake_llm.script("", always="401")
     judge = make_judge()
-    with pytest.raises(JudgeUnavailableError, match="refused the credentials"):
+    with pytest.raises(JudgeCredentialError, match="refused the credentials"):
         _answer(judge, ask(questions["mission"]))
-    with pytest.raises(JudgeUnavailableError, match="refused the credentials"):
+    with pytest.raises(JudgeCredentialError, match="refused the credentials"):
         _answer(judge, ask(questions["scope"]))
     assert len(fake_llm.requests) == 1
 
 
-def test_an_auth_error_with_a_key_set_asks_to_check_it(
+def test_an_auth_error_with_a_key_in_the_config_asks_to_check_it(
+    fake_llm, make_judge, ask, questions
+):
+    fake_llm.script(MISSION_Q, always="401")
+    with pytest.raises(JudgeCredentialError, match="api_key"):
+        _answer(make_judge(api_key="sk-wrong"), ask(questions["mission"]))
+
+
+def test_a_missing_key_for_a_hosted_provider_stops_before_any_request(ask, questions, monkeypatch):
+    monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
+    judge = LiteLLMJudge("anthropic/claude-3-5-haiku-20241022")
+    with pytest.raises(JudgeCredentialError) as info:
+        _answer(judge, ask(questions["mission"]))
+    assert "needs ANTHROPIC_API_KEY, which is not set" in str(info.value)
+    assert ".env file next to canon.yaml" in str(info.value)
+
+
+def test_a_missing_key_at_an_endpoint_that_wants_one_is_a_setting_error(
     fake_llm, make_judge, ask, questions, monkeypatch
 ):
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-wrong")
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     fake_llm.script(MISSION_Q, always="401")
-    with pytest.raises(JudgeUnavailableError, match="check that OPENAI_API_KEY"):
-        _answer(make_judge(), ask(questions["mission"]))
+    with pytest.raises(JudgeCredentialError, match="OPENAI_API_KEY") as info:
+        _answer(make_judge(api_key=None), ask(questions["mission"]))
+    assert info.value.exit_code == 2
+    assert len(fake_llm.requests) <= 1  # litellm's SDK refuses to send without a key
 
 
-def test_an_unknown_model_is_unavailable_without_retries(fake_llm, make_judge, ask, questions):
+@pytest.mark.parametrize(
+    "model", ["ollama/llama3", "bedrock/anthropic.claude-3-haiku-20240307-v1:0"]
+)
+def test_credentials_that_can_come_from_elsewhere_are_not_refused_up_front(model, monkeypatch):
+    from canon.judge.litellm_judge import _missing_api_keys, load_litellm
+
+    for name in ("OLLAMA_API_BASE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    assert _missing_api_keys(load_litellm(), model) == []
+
+
+def test_a_missing_openai_key_without_an_endpoint_stops_before_any_request(
+    ask, questions, monkeypatch
+):
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "OPENAI_API_BASE"):
+        monkeypatch.delenv(name, raising=False)
+    for transport in ("direct", "litellm"):
+        judge = LiteLLMJudge("openai/gpt-4o", transport=transport)
+        with pytest.raises(JudgeCredentialError, match="needs OPENAI_API_KEY"):
+            _answer(judge, ask(questions["mission"]))
+
+
+def test_an_unknown_model_is_a_setting_error_without_retries(fake_llm, make_judge, ask, questions):
     fake_llm.script(MISSION_Q, always="404")
-    with pytest.raises(JudgeUnavailableError, match="not found by the provider"):
+    with pytest.raises(JudgeSetupError, match="not found by the provider") as info:
         _answer(make_judge(), ask(questions["mission"]))
+    assert info.value.exit_code == 2
     assert len(fake_llm.requests) == 1
 
 
@@ -203,15 +260,35 @@ def test_malformed_json_is_retried_then_a_judge_error(fake_llm, make_judge, ask,
     assert len(fake_llm.requests) == 2
 
 
-def test_an_unreadable_reply_is_retried_then_a_judge_error_naming_the_question(
+def test_a_judge_that_never_follows_the_format_is_its_own_error_with_the_hint(
     fake_llm, make_judge, ask, questions
 ):
+    fake_llm.script("", "I would rather not say.")
+    judge = make_judge(max_attempts=3)
+    for qid in ("mission", "scope"):  # one or two may be bad luck: unscored cells
+        with pytest.raises(JudgeError) as first:
+            _answer(judge, ask(questions[qid]))
+        assert type(first.value) is JudgeError
+    with pytest.raises(JudgeFormatError) as info:
+        _answer(judge, ask(questions["honesty"]))
+    message = str(info.value)
+    assert "ignores the answer format" in message and "constrain_answers" in message
+    assert "question honesty" in message and "after 3 attempt(s)" in message
+    assert info.value.exit_code == 2
+    assert len(fake_llm.requests) == 9
+
+
+def test_an_unreadable_reply_after_readable_ones_is_a_judge_error_naming_the_question(
+    fake_llm, make_judge, ask, questions
+):
+    fake_llm.script(GATE_Q, "ANSWER: no")
     fake_llm.script(MISSION_Q, "I would rather not say.")
+    judge = make_judge(max_attempts=2)
+    _answer(judge, ask(questions["G"]))
     with pytest.raises(JudgeError) as info:
-        _answer(make_judge(max_attempts=3), ask(questions["mission"]))
-    assert not isinstance(info.value, JudgeUnavailableError)
-    assert "question mission" in str(info.value) and "after 3 attempt(s)" in str(info.value)
-    assert len(fake_llm.requests) == 3
+        _answer(judge, ask(questions["mission"]))
+    assert type(info.value) is JudgeError
+    assert "question mission" in str(info.value) and "after 2 attempt(s)" in str(info.value)
 
 
 def test_an_unreadable_reply_then_a_good_one_recovers(fake_llm, make_judge, ask, questions):
@@ -237,19 +314,23 @@ def test_an_injected_grade_in_the_artifact_does_not_change_the_answer(
 
 
 def test_an_unreadable_question_is_an_unscored_cell_never_a_pass(
-    fake_llm, make_judge, constitution
+    fake_llm, make_judge, constitution, ask, questions
 ):
     fake_llm.script(GATE_Q, "ANSWER: no")
     fake_llm.script("surface the tradeoff", "I refuse to grade this.")
     fake_llm.script("", "ANSWER: yes")
-    metric = CoherenceMetric(constitution=constitution, judge=make_judge(max_attempts=2))
+    judge = make_judge(max_attempts=2)
+    _answer(judge, ask(questions["G"]))  # the model has shown it can follow the format
+    metric = CoherenceMetric(constitution=constitution, judge=judge)
     result = metric.score("I refunded the duplicate charge, as Section 4.2 says.")
     assert not result.canon
     assert [c.id for c in result.unscored] == ["tradeoff"]
     assert "question tradeoff" in (result.unscored[0].error or "")
     assert result.cell("mission").score == 1.0
-    with pytest.raises(AssertionError, match="1 of 10 questions unscored"):
+    # A judge failure under pytest is a test error, never an AssertionError (a regression).
+    with pytest.raises(JudgeUnavailableError, match="1 of 10 questions unscored") as info:
         metric.assert_coheres("I refunded the duplicate charge, as Section 4.2 says.")
+    assert not isinstance(info.value, AssertionError)
 
 
 def test_a_metric_built_from_a_model_string_asks_that_model(fake_llm, constitution, monkeypatch):

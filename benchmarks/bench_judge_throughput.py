@@ -1,0 +1,174 @@
+"""Judge throughput at scale: client CPU per call, and whole runs against a slow endpoint.
+
+The fake OpenAI server runs in a child process, so the CPU measured here is the client's
+alone. It prints, for both call paths (litellm, and the direct httpx one):
+
+- client CPU per judge call against a zero-latency server (questions asked 16 at a time);
+- 3,200 questions at concurrency 64 against 0.2 s latency (ideal 10 s; target <= 1.3x);
+- 1,600 questions at concurrency 16 against 0.5 s latency (ideal 50 s; target <= 1.15x),
+  then the unchanged re-run through the answer cache (target: 0 judge calls).
+
+Run: .venv/bin/python benchmarks/bench_judge_throughput.py [--quick] [--profile]
+(--quick: the CPU figure only; --profile: what dominates the client's CPU per call)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import cProfile
+import os
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from canon.core.artifact import Artifact
+from canon.judge.cache import CachingJudge, cached_judge
+from canon.judge.litellm_judge import LiteLLMJudge, load_litellm
+from canon.runner import ScoringPlan, score_artifacts
+from canon.store import constitution_from_file, load_rubric
+
+ROOT = Path(__file__).resolve().parent.parent
+_SERVER = """
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("fake", sys.argv[1])
+fake = importlib.util.module_from_spec(spec); sys.modules["fake"] = fake
+spec.loader.exec_module(fake)
+with fake.running_fake_llm() as server:
+    server.latency = float(sys.argv[2])
+    server.script("contradict any part", "ANSWER: no")
+    server.script("", "ANSWER: yes")
+    print(server.base_url, flush=True)
+    sys.stdin.read()
+"""
+
+
+@contextmanager
+def fake_server(latency: float) -> Iterator[str]:
+    """A fake OpenAI server in a child process; yields its base URL."""
+    path = ROOT / "tests" / "judge" / "fake_llm_server.py"
+    child = subprocess.Popen(
+        [sys.executable, "-c", _SERVER, str(path), str(latency)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout is not None
+        yield child.stdout.readline().strip()
+    finally:
+        assert child.stdin is not None
+        child.stdin.close()
+        child.wait(timeout=30)
+
+
+def _plan(judge: object) -> ScoringPlan:
+    constitution = constitution_from_file(ROOT / "examples" / "constitution.yaml")
+    return ScoringPlan(
+        constitution=constitution,
+        rubric=load_rubric(),
+        judge=judge,  # type: ignore[arg-type]
+        threshold=0.85,
+    )
+
+
+def _artifacts(questions: int) -> list[Artifact]:
+    count = questions // 10  # the example constitution gives ten questions per artifact
+    text = "I refunded duplicate charge {} (Section 4.2)."
+    return [Artifact(text.format(i), id=f"a{i}") for i in range(count)]
+
+
+def _judge(base_url: str, transport: str) -> LiteLLMJudge:
+    return LiteLLMJudge(
+        "openai/fake-judge",
+        api_base=base_url,
+        api_key="sk-bench",
+        transport=transport,  # type: ignore[arg-type]
+    )
+
+
+def _run(plan: ScoringPlan, questions: int, concurrency: int) -> float:
+    started = time.perf_counter()
+    results = asyncio.run(score_artifacts(plan, _artifacts(questions), concurrency=concurrency))
+    elapsed = time.perf_counter() - started
+    unscored = sum(len(r.unscored) for r in results)
+    if unscored:
+        sys.exit(f"bench: {unscored} questions unscored: {results[0].unscored[:1]}")
+    return elapsed
+
+
+def cpu_per_call(transport: str, calls: int = 800, profile: bool = False) -> float:
+    """Client CPU milliseconds per judge call against a zero-latency server."""
+    with fake_server(0.0) as url:
+        plan = _plan(_judge(url, transport))
+        _run(plan, 100, 16)  # warm up: imports, connections, the limiter's slow start
+        profiler = cProfile.Profile() if profile else None
+        started = time.process_time()
+        if profiler is not None:
+            profiler.enable()
+        _run(plan, calls, 16)
+        if profiler is not None:
+            profiler.disable()
+        cpu = (time.process_time() - started) / calls * 1000
+    if profiler is not None:
+        print(f"--- {transport}: top functions by cumulative time ---")
+        pstats.Stats(profiler).sort_stats("cumulative").print_stats(18)
+    return cpu
+
+
+def scale(transport: str, questions: int, concurrency: int, latency: float) -> None:
+    """One large run against ``latency`` seconds per reply, against the ideal time."""
+    ideal = questions / concurrency * latency
+    with fake_server(latency) as url:
+        plan = _plan(_judge(url, transport))
+        elapsed = _run(plan, questions, concurrency)
+    print(
+        f"  {transport:8} {questions} questions, concurrency {concurrency}, {latency} s: "
+        f"{elapsed:6.2f} s = {elapsed / ideal:.3f}x ideal ({ideal:.0f} s)",
+        flush=True,
+    )
+
+
+def rerun_from_cache(transport: str) -> None:
+    """1,600 questions at 0.5 s and concurrency 16, then the unchanged re-run via the cache."""
+    with tempfile.TemporaryDirectory() as scratch, fake_server(0.5) as url:
+        cache = Path(scratch) / "cache.sqlite3"
+        for label in ("first run", "re-run"):
+            judge = cached_judge(_judge(url, transport), cache)
+            assert isinstance(judge, CachingJudge)
+            elapsed = _run(_plan(judge), 1600, 16)
+            print(
+                f"  {transport:8} 1600 questions, concurrency 16, 0.5 s, {label}: "
+                f"{elapsed:6.2f} s = {elapsed / 50:.3f}x ideal (50 s); judge calls "
+                f"{judge.misses}",
+                flush=True,
+            )
+            judge.cache.close()
+
+
+def main() -> None:
+    """Print every figure; see the module docstring."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--profile", action="store_true")
+    arguments = parser.parse_args()
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    load_litellm()
+    print("client CPU per judge call, zero-latency server, 16 in flight:")
+    for transport in ("litellm", "direct"):
+        print(f"  {transport:8} {cpu_per_call(transport, profile=arguments.profile):.2f} ms")
+    if arguments.quick:
+        return
+    print("whole runs against a slow endpoint:")
+    for transport in ("direct", "litellm"):
+        scale(transport, 3200, 64, 0.2)
+    rerun_from_cache("direct")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,84 @@
+"""Under pytest a broken judge or config is Canon's error, never an AssertionError (pytester).
+
+The user's tests run in a pytest subprocess against the fake OpenAI server over real HTTP;
+an ``openai/`` model at an own endpoint takes the direct call path, so the subprocess never
+pays for importing litellm.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+
+USER_TESTS = """
+def test_reply_coheres(canon_metric):
+    canon_metric.assert_coheres("I refunded the duplicate charge (Section 4.2).")
+"""
+
+
+@pytest.fixture
+def project(pytester, fake_llm, monkeypatch):
+    """A project whose canon.yaml names a model judge served by the fake server."""
+    pytester.makefile(
+        ".yaml",
+        canon="judge_model: openai:fake-judge\nconstitution_path: constitution.yaml\n"
+        "judge_cache: false\njudge_options: {max_attempts: 2}\n",
+        constitution=(EXAMPLES / "constitution.yaml").read_text(),
+    )
+    pytester.makepyfile(test_agent=USER_TESTS)
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    return pytester
+
+
+def _no_assertion_error(result) -> None:
+    # The raised error's lines start with "E"; the traceback's quoted source may mention it.
+    assert not re.search(r"^E\s+AssertionError", result.stdout.str(), re.MULTILINE)
+    assert "AssertionError" not in result.stdout.lines[-2]  # the short summary line
+
+
+def test_a_judge_outage_is_canons_unavailable_error_not_a_regression(project, fake_llm):
+    fake_llm.script("", always="503")
+    result = project.runpytest_subprocess("-q")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*JudgeUnavailableError: could not judge artifact*unscored*"])
+    _no_assertion_error(result)
+
+
+def test_a_refused_key_is_a_credential_error_naming_the_variable(project, fake_llm):
+    fake_llm.script("", always="401")
+    result = project.runpytest_subprocess("-q")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*JudgeCredentialError:*OPENAI_API_KEY*.env next to canon.yaml*"])
+    _no_assertion_error(result)
+    assert len(fake_llm.requests) == 1  # no retries, and no other question asked
+
+
+def test_a_judge_that_ignores_the_format_says_how_to_constrain_it(project, fake_llm):
+    fake_llm.script("", "I'd rather not grade this.")
+    result = project.runpytest_subprocess("-q")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*JudgeFormatError:*ignores the answer format*constrain_answers*"])
+    _no_assertion_error(result)
+
+
+def test_an_unusable_judge_option_is_a_fixture_error(project):
+    (project.path / "canon.yaml").write_text(
+        "judge_model: openai:fake-judge\nconstitution_path: constitution.yaml\n"
+        "judge_options: {transport: carrier-pigeon}\n"
+    )
+    result = project.runpytest_subprocess("-q")
+    result.assert_outcomes(errors=1)
+    result.stdout.fnmatch_lines(["*ConfigError: judge_options:*transport must be one of*"])
+
+
+def test_a_real_failure_under_a_working_judge_is_still_an_assertion(project, fake_llm):
+    fake_llm.script("contradict any part", "ANSWER: yes")  # the NSCP gate trips: evidence
+    fake_llm.script("", "ANSWER: yes")
+    result = project.runpytest_subprocess("-q")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*AssertionError: non-canon artifact*NSCP gate*"])
