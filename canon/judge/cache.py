@@ -25,6 +25,7 @@ import contextlib
 import hashlib
 import json
 import sqlite3
+import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -92,11 +93,27 @@ class AnswerCache:
             self._db = sqlite3.connect(
                 path, timeout=busy_timeout, isolation_level=None, check_same_thread=False
             )
-            self._db.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
-            self._db.execute("PRAGMA synchronous=NORMAL")  # a lost entry costs one judge call
-            self._db.execute(_SCHEMA)
+            self._set_up(busy_timeout)
         except (OSError, sqlite3.Error) as exc:
             raise _unusable(path, "open", exc) from None
+
+    def _set_up(self, busy_timeout: float) -> None:
+        """Switch to WAL and create the table, waiting out another run doing the same.
+
+        Two runs that open a new cache at the same moment race for the switch to WAL, and
+        SQLite answers the loser "locked" at once instead of calling its busy handler.
+        """
+        deadline = time.monotonic() + busy_timeout
+        while True:
+            try:
+                self._db.execute("PRAGMA journal_mode=WAL")  # readers never block the writer
+                self._db.execute("PRAGMA synchronous=NORMAL")  # a lost entry: one judge call
+                self._db.execute(_SCHEMA)
+                return
+            except sqlite3.OperationalError as exc:
+                if "locked" not in str(exc) or time.monotonic() >= deadline:
+                    raise
+                time.sleep(0.05)
 
     @property
     def unsaved(self) -> int:

@@ -56,7 +56,7 @@ from canon.judge.answer_formats import (
 from canon.judge.base import JudgeRequest
 from canon.judge.concurrency import current_limiter
 from canon.judge.prompt_cache import mark_shared_prefix
-from canon.judge.usage import attach_usage, note_response, open_meter
+from canon.judge.usage import attach_usage, note_raw_response, note_response, open_meter
 
 PIP_LINE = 'pip install "litellm>=1.40"'
 _RATIONALE_LIMIT = 1000
@@ -399,8 +399,7 @@ class LiteLLMJudge:
             if self._direct is not None:
                 body["model"] = self.model.split("/", 1)[1]
                 data = await self._direct.complete(body)
-                # litellm's price table, loaded once, prices the tokens the endpoint reports
-                note_response(load_litellm(), self.model, data)
+                note_raw_response(self.model, data)  # priced without importing litellm
                 return _from_json(data)
             return _from_litellm(await self._litellm_call(body))
 

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import contextvars
 import dataclasses
+import functools
+import importlib.util
+import json
 import warnings
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from canon.core.scoring import Answer
@@ -41,6 +45,60 @@ def note_response(litellm: Any, model: str, response: Any) -> None:
     meter = _meter.get()
     if meter is not None:
         meter.append(response_usage(litellm, model, response))
+
+
+def note_raw_response(model: str, body: Mapping[str, Any]) -> None:
+    """Add a raw OpenAI-style body's usage to the current meter, without importing litellm.
+
+    The direct call path exists to avoid litellm's import and per-call cost, so it prices
+    tokens from the price table litellm ships (the one it reads itself offline).
+    """
+    meter = _meter.get()
+    if meter is None:
+        return
+    usage = _get(body, "usage")
+    prompt = _count(_get(usage, "prompt_tokens"))
+    completion = _count(_get(usage, "completion_tokens"))
+    cached = _count(_get(_get(usage, "prompt_tokens_details"), "cached_tokens"))
+    meter.append(
+        Usage(
+            calls=1,
+            prompt_tokens=prompt,
+            completion_tokens=completion,
+            cached_tokens=cached,
+            cost=table_price(model, prompt, completion, cached),
+        )
+    )
+
+
+def table_price(model: str, prompt: int, completion: int, cached: int = 0) -> float | None:
+    """What litellm's bundled price table charges for these tokens; None when unpriced."""
+    prices = _bundled_prices()
+    entry = prices.get(model) or prices.get(model.split("/", 1)[-1])
+    if not isinstance(entry, Mapping):
+        return None
+    rate_in = entry.get("input_cost_per_token")
+    rate_out = entry.get("output_cost_per_token")
+    if not isinstance(rate_in, int | float) or not isinstance(rate_out, int | float):
+        return None
+    rate_cached = entry.get("cache_read_input_token_cost")
+    if not isinstance(rate_cached, int | float):
+        rate_cached = rate_in
+    cached = min(cached, prompt)
+    return float((prompt - cached) * rate_in + cached * rate_cached + completion * rate_out)
+
+
+@functools.lru_cache(maxsize=1)
+def _bundled_prices() -> Mapping[str, Any]:
+    spec = importlib.util.find_spec("litellm")
+    if spec is None or spec.origin is None:
+        return {}
+    table = Path(spec.origin).parent / "model_prices_and_context_window_backup.json"
+    try:
+        data = json.loads(table.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, Mapping) else {}
 
 
 def attach_usage(answer: Answer, meter: Sequence[Usage]) -> Answer:

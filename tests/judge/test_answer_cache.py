@@ -270,3 +270,28 @@ def test_an_entry_with_labels_the_question_lacks_is_discarded_and_asked_again(
     assert fresh.distribution == {"yes": 1.0} and len(fake_llm.requests) == 1
     assert (judge.hits, judge.misses, judge.cache.discarded) == (0, 1, 1)
     assert judge.cache.get(key) == fresh  # the fresh answer replaced the entry
+
+
+def test_two_runs_opening_a_new_cache_at_once_both_get_it(tmp_path: Path) -> None:
+    # SQLite answers the loser of the race to switch a new file to WAL "locked" at once,
+    # without waiting: the cache must wait it out, not stop the run with exit 2.
+    import threading
+
+    failures: list[Exception] = []
+    for attempt in range(20):
+        path = tmp_path / f"cache-{attempt}.sqlite3"
+        start = threading.Barrier(3)
+
+        def open_it(path: Path = path, start: threading.Barrier = start) -> None:
+            start.wait()
+            try:
+                AnswerCache(path).close()
+            except Exception as exc:  # collected and asserted below
+                failures.append(exc)
+
+        threads = [threading.Thread(target=open_it) for _ in range(3)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    assert failures == []

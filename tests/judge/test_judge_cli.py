@@ -88,7 +88,7 @@ def test_score_and_accept_exit_3_when_the_model_server_is_down(project):
     outputs = {name: process.communicate(timeout=60) for name, process in running.items()}
 
     stdout, stderr = outputs["score"]
-    assert running["score"].returncode == 3
+    assert running["score"].returncode == 3, stderr
     # One line that says what happened and what to do; no traceback, no litellm banners.
     assert stderr.count("\n") == 1 and "the judge was unavailable" in stderr
     document = json.loads(stdout)
