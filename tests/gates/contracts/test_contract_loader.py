@@ -159,3 +159,20 @@ def test_errors_name_the_origin_and_the_constraint_index():
     message = str(caught.value)
     assert message.startswith("claims.yaml: constraints[2] (must_include_steps).severity")
     assert "expected 'error' or 'warning'" in message
+
+
+def test_contract_text_with_a_duplicate_key_is_refused_not_silently_replaced():
+    text = (
+        "name: x\nversion: '1'\nconstraints:\n"
+        "  - type: must_include_steps\n    steps: [lookup]\n"
+        "constraints: []\n"
+    )
+    with pytest.raises(ContractError, match="duplicate key 'constraints'"):
+        load_contract(text)
+
+
+def test_every_bundled_template_still_loads_under_the_strict_loader():
+    from canon.gates.contracts.templates import list_templates
+
+    templates = list_templates()
+    assert len(templates) >= 3 and all(t.constraints for t in templates)
