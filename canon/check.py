@@ -1,7 +1,8 @@
 """The check as a library: score, confirm, compare — shared by the CLI, pytest and Python.
 
-``score_run`` scores a suite and confirms every would-be failure; ``accept_run`` turns
-that into a baseline; ``check_run`` compares it with one. None of them prints or exits.
+``score_run`` scores a suite and confirms every would-be failure; ``baseline_from_run``
+turns that into a baseline; ``check_run`` (``compare_run`` on a scored run) compares it with
+one. None of them prints or exits.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from canon.check import baseline_from_run, score_run
+from canon.check import baseline_from_run, compare_run, score_run
 from canon.config import Config
 from canon.core.artifact import Artifact, as_artifact
 from canon.core.baseline import (
@@ -25,7 +25,6 @@ from canon.core.baseline import (
     baseline_to_data,
     require_same_rubric,
 )
-from canon.core.compare import gate
 from canon.core.scoring import ArtifactResult
 from canon.errors import BaselineError, JudgeUnavailableError
 from canon.judge.sync import run_sync
@@ -130,14 +129,7 @@ class CanonBaseline:
         one = dataclasses.replace(baseline, artifacts={key: baseline.artifacts[key]})
         budget = max(1, len(baseline.artifacts)) * len(plan.questions)
         confirmation = run_sync(score_run(plan, [item], rule, baseline=one, budget_cells=budget))
-        comparison = gate(
-            confirmation.results,
-            one,
-            plan.threshold,
-            self._config.tolerance,
-            evidence=confirmation.evidence,
-            rule=rule,
-        )
+        comparison = compare_run(plan, confirmation, one, self._config.tolerance, rule)
         (result,) = confirmation.results
         self._node.user_properties.append(("canon.status", comparison.status))
         if result.score is not None:
