@@ -144,16 +144,8 @@ class _Watch:
         return min(starts) if starts else max(newest_ms, self.resume_ms)
 
     def stats(self, polls: int, interrupted: bool) -> MonitorStats:
-        counts = self.counts
-        return MonitorStats(
-            polls=polls,
-            validated=counts["pass"] + counts["fail"] + counts["warn"],
-            passed=counts["pass"],
-            failed=counts["fail"],
-            warned=counts["warn"],
-            errors=counts["error"],
-            pending=len(self.open),
-            interrupted=interrupted,
+        return MonitorStats.from_counts(
+            self.counts, polls=polls, pending=len(self.open), interrupted=interrupted
         )
 
 

@@ -35,6 +35,22 @@ class MonitorStats:
     pending: int  # files that never became readable before the monitor stopped
     interrupted: bool = False
 
+    @classmethod
+    def from_counts(
+        cls, counts: Mapping[str, int], *, polls: int, pending: int, interrupted: bool
+    ) -> MonitorStats:
+        """The stats of a session that tallied verdicts by status (pass, fail, warn, error)."""
+        return cls(
+            polls=polls,
+            validated=counts["pass"] + counts["fail"] + counts["warn"],
+            passed=counts["pass"],
+            failed=counts["fail"],
+            warned=counts["warn"],
+            errors=counts["error"],
+            pending=pending,
+            interrupted=interrupted,
+        )
+
     @property
     def compliance_rate(self) -> float | None:
         """Share of validated traces that passed (WARN is not compliant); None if none ran."""
@@ -91,16 +107,8 @@ class _Session:
             write_audit_record(error, self.output_dir, path.stem)
 
     def stats(self, polls: int, interrupted: bool) -> MonitorStats:
-        counts = self.counts
-        return MonitorStats(
-            polls=polls,
-            validated=counts["pass"] + counts["fail"] + counts["warn"],
-            passed=counts["pass"],
-            failed=counts["fail"],
-            warned=counts["warn"],
-            errors=counts["error"],
-            pending=len(self.failed),
-            interrupted=interrupted,
+        return MonitorStats.from_counts(
+            self.counts, polls=polls, pending=len(self.failed), interrupted=interrupted
         )
 
 

@@ -20,6 +20,7 @@ import yaml
 from canon.core.constitution import Constitution, constitution_from_mapping
 from canon.core.rubric import Rubric, rubric_from_mapping
 from canon.errors import CanonError, ConstitutionError, InputError, RubricError
+from canon.gates.yaml_mapping import unique_key_mapping
 
 RUBRIC_FILE = "cdt-1.0.0.yaml"
 
@@ -64,20 +65,8 @@ class _StrictLoader(yaml.SafeLoader):
             self._depth -= 1
 
 
-def _construct_mapping(loader: _StrictLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    loader.flatten_mapping(node)
-    mapping: dict[Any, Any] = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if key in mapping:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
-        mapping[key] = loader.construct_object(value_node, deep=True)
-    return mapping
-
-
-_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+# The gates' constructor: the store reads files, the gates own what a YAML mapping may hold.
+_StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, unique_key_mapping)
 
 
 def _construct_text(loader: _StrictLoader, node: yaml.ScalarNode) -> str:

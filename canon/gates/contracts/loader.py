@@ -29,6 +29,7 @@ from canon.gates.contracts.errors import ContractError
 from canon.gates.contracts.execution import DataSource
 from canon.gates.contracts.model import Contract
 from canon.gates.contracts.otel.classify import step_name_for
+from canon.gates.yaml_mapping import unique_key_mapping
 
 _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
@@ -41,20 +42,7 @@ class _Loader(_BaseLoader):  # type: ignore[misc]
     """
 
 
-def _unique_keys(loader: Any, node: yaml.MappingNode) -> dict[Any, Any]:
-    loader.flatten_mapping(node)
-    mapping: dict[Any, Any] = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        if key in mapping:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
-        mapping[key] = loader.construct_object(value_node, deep=True)
-    return mapping
-
-
-_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _unique_keys)
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, unique_key_mapping)
 _COMMON_KEYS = ("type", "severity", "when")
 _TOP_KEYS = ("name", "version", "description", "source_map", "constraints")
 
