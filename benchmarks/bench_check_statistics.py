@@ -22,7 +22,8 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from canon.check import baseline_from_run, check_run, score_run
+from canon.check.pipeline import baseline_from_run, check_run, score_run
+from canon.check.runner import ScoringPlan
 from canon.core.artifact import Artifact
 from canon.core.baseline import baseline_from_data, baseline_to_data
 from canon.core.constitution import Constitution, Principle
@@ -30,8 +31,7 @@ from canon.core.evidence import DecisionRule
 from canon.core.scoring import Answer
 from canon.core.stats import wilson_ci
 from canon.judge.base import JudgeRequest
-from canon.runner import ScoringPlan
-from canon.store import load_rubric
+from canon.project.store import load_rubric
 
 CONSTITUTION = Constitution(
     "Resolve customers' billing questions accurately and within the handbook.",

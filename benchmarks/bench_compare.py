@@ -16,7 +16,7 @@ from canon.core.compare import gate
 from canon.core.constitution import Constitution, Principle
 from canon.core.scoring import Answer, ArtifactResult, judge_verdict, score_cell
 from canon.core.significance import sign_flip_drop_test
-from canon.store import dump_json, load_rubric
+from canon.project.store import dump_json, load_rubric
 
 ARTIFACTS = 10_000
 REPEATS = 5

@@ -19,8 +19,9 @@ from typing import Any
 
 from canon.core.artifact import Artifact
 from canon.judge.base import JudgeRequest
-from canon.judge.litellm_judge import LiteLLMJudge, load_litellm
-from canon.store import constitution_from_file, load_rubric
+from canon.judge.litellm_judge import LiteLLMJudge
+from canon.judge.litellm_module import load_litellm
+from canon.project.store import constitution_from_file, load_rubric
 
 ROOT = Path(__file__).resolve().parent.parent
 SEQUENTIAL = 200

@@ -27,11 +27,12 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from canon.check.runner import ScoringPlan, score_artifacts
 from canon.core.artifact import Artifact
 from canon.judge.cache import CachingJudge, cached_judge
-from canon.judge.litellm_judge import LiteLLMJudge, load_litellm
-from canon.runner import ScoringPlan, score_artifacts
-from canon.store import constitution_from_file, load_rubric
+from canon.judge.litellm_judge import LiteLLMJudge
+from canon.judge.litellm_module import load_litellm
+from canon.project.store import constitution_from_file, load_rubric
 
 ROOT = Path(__file__).resolve().parent.parent
 _SERVER = """

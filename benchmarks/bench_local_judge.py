@@ -21,13 +21,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from canon.check.runner import DEFAULT_CONCURRENCY, ScoringPlan, score_artifacts
 from canon.core.artifact import Artifact
 from canon.errors import JudgeError
 from canon.judge.base import JudgeRequest
 from canon.judge.concurrency import AdaptiveLimiter
-from canon.judge.litellm_judge import LiteLLMJudge, load_litellm
-from canon.runner import DEFAULT_CONCURRENCY, ScoringPlan, score_artifacts
-from canon.store import constitution_from_file, load_rubric, read_yaml
+from canon.judge.litellm_judge import LiteLLMJudge
+from canon.judge.litellm_module import load_litellm
+from canon.project.store import constitution_from_file, load_rubric, read_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 # (label, constrain_answers, llama.cpp threads)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from canon.check.runner import ScoringPlan
 from canon.core.artifact import Artifact
 from canon.core.baseline import baseline_from_results
 from canon.core.compare import gate
@@ -24,10 +25,9 @@ from canon.core.scoring import Answer, ArtifactResult, judge_verdict, score_cell
 from canon.judge.base import JudgeRequest
 from canon.judge.cache import AnswerCache, CachingJudge
 from canon.judge.mock import MockJudge
+from canon.project.store import load_rubric
 from canon.report.html import html_report
 from canon.report.junit import junit_xml
-from canon.runner import ScoringPlan
-from canon.store import load_rubric
 
 ARTIFACTS = 1_000
 QUESTIONS_ASKED = 2_000

@@ -10,7 +10,7 @@ import time
 
 from canon.core.constitution import Constitution, Principle
 from canon.core.scoring import Answer, judge_verdict, score_cell
-from canon.store import load_rubric
+from canon.project.store import load_rubric
 
 ARTIFACTS = 10_000
 REPEATS = 5

@@ -10,6 +10,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from canon.check.metric import CoherenceMetric
     from canon.core.artifact import Artifact
     from canon.core.baseline import Baseline
     from canon.core.compare import Comparison, gate
@@ -18,8 +19,7 @@ if TYPE_CHECKING:
     from canon.core.scoring import Answer, ArtifactResult, Cell, relevant_questions
     from canon.core.stats import wilson_ci
     from canon.errors import CanonError
-    from canon.metric import CoherenceMetric
-    from canon.store import constitution_from_file, load_rubric
+    from canon.project.store import constitution_from_file, load_rubric
 
 _HOMES = {
     "Answer": "canon.core.scoring",
@@ -29,15 +29,15 @@ _HOMES = {
     "CanonError": "canon.errors",
     "Cell": "canon.core.scoring",
     "Choice": "canon.core.rubric",
-    "CoherenceMetric": "canon.metric",
+    "CoherenceMetric": "canon.check.metric",
     "Comparison": "canon.core.compare",
     "Constitution": "canon.core.constitution",
     "Principle": "canon.core.constitution",
     "Question": "canon.core.rubric",
     "Rubric": "canon.core.rubric",
-    "constitution_from_file": "canon.store",
+    "constitution_from_file": "canon.project.store",
     "gate": "canon.core.compare",
-    "load_rubric": "canon.store",
+    "load_rubric": "canon.project.store",
     "relevant_questions": "canon.core.scoring",
     "wilson_ci": "canon.core.stats",
 }

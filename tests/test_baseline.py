@@ -16,10 +16,10 @@ from canon.core.baseline import (
     require_same_rubric,
 )
 from canon.core.constitution import Constitution, Principle
+from canon.core.gate_outcome import GateOutcome
 from canon.core.scoring import Answer, judge_verdict, score_cell, stopped_verdict
 from canon.errors import BaselineError
-from canon.gates.outcome import GateOutcome
-from canon.store import dump_json, load_rubric
+from canon.project.store import dump_json, load_rubric
 
 RUBRIC = load_rubric()
 CONSTITUTION = Constitution("Serve customers well.", (Principle("Be honest."),))

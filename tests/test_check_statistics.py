@@ -12,13 +12,13 @@ import asyncio
 import random
 from dataclasses import dataclass, field
 
-from canon.check import baseline_from_run, check_run, score_run
+from canon.check.pipeline import baseline_from_run, check_run, score_run
+from canon.check.runner import ScoringPlan
 from canon.core.artifact import Artifact
 from canon.core.constitution import Constitution, Principle
 from canon.core.scoring import Answer
 from canon.judge.base import JudgeRequest
-from canon.runner import ScoringPlan
-from canon.store import load_rubric
+from canon.project.store import load_rubric
 
 RUBRIC = load_rubric()
 CONSTITUTION = Constitution(

@@ -14,15 +14,15 @@ import pytest
 from click.testing import CliRunner
 
 import canon.cli.baseline as baseline_cli
-from canon.check import baseline_from_run, check_run, score_run
+from canon.check.pipeline import baseline_from_run, check_run, score_run
+from canon.check.runner import ScoringPlan
 from canon.cli import main
 from canon.core.evidence import DecisionRule
 from canon.core.rubric import Question
 from canon.errors import JudgeUnavailableError
 from canon.judge.mock import MockJudge
-from canon.runner import ScoringPlan
-from canon.store import constitution_from_file, load_rubric
-from canon.suite import read_suite
+from canon.project.store import constitution_from_file, load_rubric
+from canon.project.suite import read_suite
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 BASELINE = Path("baselines") / "suite.json"

@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from canon.cli.set_judge import judge_spec, set_judge
-from canon.config import load_config
 from canon.errors import UsageError
+from canon.project.config import load_config
 
 CONFIG = (
     "# the project's config\n"

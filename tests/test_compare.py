@@ -22,6 +22,7 @@ from canon.core.compare import (
 )
 from canon.core.constitution import Constitution, Principle
 from canon.core.evidence import DecisionRule, add_answer, failed_reask, open_evidence
+from canon.core.gate_outcome import GateOutcome
 from canon.core.scoring import (
     Answer,
     ArtifactResult,
@@ -32,8 +33,7 @@ from canon.core.scoring import (
 )
 from canon.core.significance import ALPHA, sign_flip_drop_test, welch_drop_test
 from canon.core.stats import wilson_ci
-from canon.gates.outcome import GateOutcome
-from canon.store import load_rubric
+from canon.project.store import load_rubric
 
 DRIFT_ALPHA = DecisionRule().drift_alpha
 

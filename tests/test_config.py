@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from canon.config import discover_config_file, load_config, load_env_files
 from canon.errors import ConfigError, RubricOverrideError
+from canon.project.config import discover_config_file, load_config, load_env_files
 
 
 def test_discovery_walks_up_and_resolves_paths_against_the_config(write, tmp_path):
@@ -203,7 +203,7 @@ def test_an_unknown_key_like_no_known_one_gets_no_guess(write, tmp_path):
     ],
 )
 def test_absurd_judge_options_are_refused_naming_the_key(tmp_path, option, value):
-    from canon.config import config_from_mapping
+    from canon.project.config import config_from_mapping
 
     with pytest.raises(ConfigError, match=rf"canon\.yaml: judge option '{option}' must be"):
         config_from_mapping(
@@ -214,7 +214,7 @@ def test_absurd_judge_options_are_refused_naming_the_key(tmp_path, option, value
 
 
 def test_sensible_judge_options_are_kept(tmp_path):
-    from canon.config import config_from_mapping
+    from canon.project.config import config_from_mapping
 
     options = {"max_tokens": 512, "timeout": 60.0, "samples": 5, "temperature": 0.7}
     config = config_from_mapping(
@@ -224,7 +224,7 @@ def test_sensible_judge_options_are_kept(tmp_path):
 
 
 def test_allow_outside_paths_must_be_true_or_false(tmp_path):
-    from canon.config import config_from_mapping
+    from canon.project.config import config_from_mapping
 
     source = tmp_path / "canon.yaml"
     assert not config_from_mapping({}, source=source, base_dir=tmp_path).allow_outside_paths
@@ -235,7 +235,7 @@ def test_allow_outside_paths_must_be_true_or_false(tmp_path):
 
 
 def test_project_roots_hold_the_config_directory_and_where_paths_resolve(tmp_path):
-    from canon.config import load_config
+    from canon.project.config import load_config
 
     elsewhere = tmp_path / "ci"
     elsewhere.mkdir()
@@ -247,7 +247,7 @@ def test_project_roots_hold_the_config_directory_and_where_paths_resolve(tmp_pat
 
 
 def test_a_dangling_canon_yaml_symlink_is_an_error_during_discovery(tmp_path):
-    from canon.config import discover_config_file
+    from canon.project.config import discover_config_file
 
     os.symlink("missing.yaml", tmp_path / "canon.yaml")
     with pytest.raises(ConfigError, match=r"canon\.yaml: config file is a broken symlink"):
@@ -255,7 +255,7 @@ def test_a_dangling_canon_yaml_symlink_is_an_error_during_discovery(tmp_path):
 
 
 def test_an_env_file_that_is_not_utf8_is_a_config_error_naming_it(tmp_path):
-    from canon.config import load_env_files
+    from canon.project.config import load_env_files
 
     (tmp_path / ".env").write_bytes(b"KEY=\xff\n")
     environ: dict[str, str] = {}

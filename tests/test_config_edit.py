@@ -7,8 +7,8 @@ import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from canon.config_edit import new_config_text, set_judge_model, yaml_scalar
 from canon.errors import ConfigError
+from canon.project.config_edit import new_config_text, set_judge_model, yaml_scalar
 
 NEW = "together:deepseek-ai/DeepSeek-V4-Flash-0731"
 

@@ -12,9 +12,10 @@ import pytest
 from click.testing import CliRunner
 
 from canon import CoherenceMetric
-from canon.calibrate import calibrate
+from canon.check.calibrate import calibrate
+from canon.check.confirm import confirm
+from canon.check.runner import ScoringPlan, score_artifacts
 from canon.cli import main
-from canon.confirm import confirm
 from canon.core.artifact import Artifact
 from canon.core.constitution import Constitution, Principle
 from canon.core.evidence import DecisionRule, add_answer, claim_for, factor, open_evidence
@@ -22,8 +23,7 @@ from canon.core.rubric import Question
 from canon.core.stats import wilson_ci
 from canon.errors import ConfigError, UsageError
 from canon.judge.mock import MockJudge
-from canon.runner import ScoringPlan, score_artifacts
-from canon.store import load_rubric
+from canon.project.store import load_rubric
 
 RUBRIC = load_rubric()
 CONSTITUTION = Constitution("Serve customers.", (Principle("Be honest."), Principle("Be kind.")))
@@ -222,7 +222,7 @@ def test_canon_calibrate_prints_rates_and_a_recommendation(tmp_path, monkeypatch
 
 
 def test_a_bad_flip_rate_in_canon_yaml_is_a_config_error_naming_the_file(tmp_path):
-    from canon.config import load_config
+    from canon.project.config import load_config
 
     config = tmp_path / "canon.yaml"
     config.write_text("flip_rate: 0.9\n")

@@ -6,13 +6,13 @@ import subprocess
 import sys
 from pathlib import Path
 
+from canon.check.runner import score_artifacts
 from canon.cli.run import build_plan
-from canon.config import load_config
 from canon.core.baseline import baseline_from_results, baseline_to_data
 from canon.judge.sync import run_sync
-from canon.runner import score_artifacts
-from canon.store import dump_json
-from canon.suite import read_suite
+from canon.project.config import load_config
+from canon.project.store import dump_json
+from canon.project.suite import read_suite
 
 REPO = Path(__file__).resolve().parent.parent
 

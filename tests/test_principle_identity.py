@@ -15,7 +15,7 @@ from canon.core.constitution import Constitution, Principle
 from canon.core.scoring import Answer, judge_verdict, score_cell
 from canon.judge.base import JudgeRequest
 from canon.judge.mock import MockJudge
-from canon.store import load_rubric
+from canon.project.store import load_rubric
 
 RUBRIC = load_rubric()
 HONEST = Principle("Be honest.", id="honest")

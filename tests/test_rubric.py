@@ -8,7 +8,7 @@ from canon import CoherenceMetric, load_rubric
 from canon.core.rubric import fingerprint_of, rubric_from_mapping
 from canon.errors import RubricError, RubricOverrideError
 from canon.judge.mock import MockJudge
-from canon.store import RUBRIC_FILE, parse_yaml
+from canon.project.store import RUBRIC_FILE, parse_yaml
 
 # Every released rubric version and the fingerprint of its content. A released file is
 # never edited: changing the questions means a new file with a new version (and an entry here).
@@ -53,7 +53,7 @@ def test_fingerprint_ignores_formatting_but_not_content():
 
 
 def _rubric_data():
-    from canon import store
+    from canon.project import store
 
     text, source = store._rubric_text()
     return parse_yaml(text, source)

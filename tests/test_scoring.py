@@ -3,6 +3,7 @@ from __future__ import annotations
 import pytest
 
 from canon import Answer, relevant_questions, wilson_ci
+from canon.core.gate_outcome import GateOutcome
 from canon.core.rubric import Choice, Question
 from canon.core.scoring import (
     fails_on_evidence,
@@ -14,7 +15,6 @@ from canon.core.scoring import (
     unscored_cell,
 )
 from canon.errors import JudgeError, UsageError
-from canon.gates.outcome import GateOutcome
 
 GRADED = (
     Choice("yes", 1.0),

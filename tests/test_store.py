@@ -7,7 +7,7 @@ import stat
 import pytest
 
 from canon.errors import InputError
-from canon.store import dump_json, read_json, write_bytes_atomic, write_json_atomic
+from canon.project.store import dump_json, read_json, write_bytes_atomic, write_json_atomic
 
 
 def test_json_is_written_deterministically_with_a_trailing_newline(tmp_path):
@@ -54,7 +54,7 @@ def test_read_json_refuses_non_finite_numbers_and_names_the_file(tmp_path):
 
 
 def test_write_new_file_takes_the_first_free_name_and_never_overwrites(tmp_path):
-    from canon.store import write_new_file
+    from canon.project.store import write_new_file
 
     names = ["a.json", "a_2.json", "a_3.json"]
     first = write_new_file(tmp_path, names, b"one")
@@ -65,7 +65,7 @@ def test_write_new_file_takes_the_first_free_name_and_never_overwrites(tmp_path)
 
 
 def test_write_new_file_fails_when_every_name_is_taken(tmp_path):
-    from canon.store import write_new_file
+    from canon.project.store import write_new_file
 
     (tmp_path / "a.json").write_text("kept")
     with pytest.raises(FileExistsError):
@@ -75,7 +75,7 @@ def test_write_new_file_fails_when_every_name_is_taken(tmp_path):
 
 
 def test_read_bytes_refuses_a_file_over_its_limit_naming_the_limit(tmp_path):
-    from canon.store import read_bytes
+    from canon.project.store import read_bytes
 
     path = tmp_path / "big.json"
     path.write_bytes(b"x" * 2049)
@@ -86,7 +86,7 @@ def test_read_bytes_refuses_a_file_over_its_limit_naming_the_limit(tmp_path):
 
 @pytest.mark.parametrize("kind", ["fifo", "directory", "device", "loop"])
 def test_read_bytes_refuses_what_is_not_a_regular_file_without_blocking(tmp_path, kind):
-    from canon.store import read_bytes
+    from canon.project.store import read_bytes
 
     path = tmp_path / "input.json"
     if kind == "fifo":
@@ -119,7 +119,7 @@ def test_read_json_refuses_duplicate_members_and_deep_nesting(tmp_path):
 
 
 def test_yaml_nesting_is_refused_past_the_limit_and_accepted_below_it():
-    from canon.store import MAX_YAML_DEPTH, parse_yaml
+    from canon.project.store import MAX_YAML_DEPTH, parse_yaml
 
     depth = MAX_YAML_DEPTH - 1  # the top-level mapping is one level itself
     assert parse_yaml("a: " + "[" * depth + "]" * depth, "ok.yaml") is not None
@@ -129,7 +129,7 @@ def test_yaml_nesting_is_refused_past_the_limit_and_accepted_below_it():
 
 
 def test_stale_temp_files_of_killed_writes_are_swept_and_nothing_else(tmp_path):
-    from canon.store import STALE_TEMP_SECONDS
+    from canon.project.store import STALE_TEMP_SECONDS
 
     target = tmp_path / "suite.json"
     stale = tmp_path / ".suite.json.abcd1234.tmp"
@@ -149,7 +149,7 @@ def test_stale_temp_files_of_killed_writes_are_swept_and_nothing_else(tmp_path):
     left = records / ".canon-q1w2e3r4.tmp"
     left.write_text("half")
     os.utime(left, (old, old))
-    from canon.store import write_new_file
+    from canon.project.store import write_new_file
 
     write_new_file(records, ["a.json"], b"{}")
     assert sorted(p.name for p in records.iterdir()) == ["a.json"]

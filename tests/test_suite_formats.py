@@ -11,7 +11,7 @@ from click.testing import CliRunner
 from canon.cli import main
 from canon.core.artifact import Artifact
 from canon.errors import InputError
-from canon.suite import read_suite, select_artifacts
+from canon.project.suite import read_suite, select_artifacts
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 

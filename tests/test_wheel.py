@@ -54,7 +54,7 @@ def test_the_built_wheel_carries_the_rubric_and_loads_it_when_installed(tmp_path
         archive.extractall(site)
     Path(site, "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     probe = (
-        "import canon, canon.store as s; r = canon.load_rubric(); "
+        "import canon, canon.project.store as s; r = canon.load_rubric(); "
         "print(canon.__file__); print(r.id, r.version, r.fingerprint); "
         "from canon.gates.contracts import load_template; "
         "print(load_template('claims-processing-v1').name)"

@@ -1,4 +1,8 @@
-"""The ``canon`` command line: a click group whose subcommands load lazily."""
+"""The ``canon`` command line: a click group whose subcommands load lazily.
+
+Layer: interface. Imports every layer below it (errors, core, gates, judge, project, check,
+report, monitor, playground); printing and exit codes live here and in the pytest plugin.
+"""
 
 from __future__ import annotations
 

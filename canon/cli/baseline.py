@@ -10,7 +10,8 @@ from pathlib import Path
 
 import click
 
-from canon.check import baseline_from_run, compare_run
+from canon.check.pipeline import baseline_from_run, compare_run
+from canon.check.spend import run_usage
 from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
 from canon.cli.run import (
     build_plan,
@@ -27,7 +28,6 @@ from canon.cli.run import (
     write_reports,
 )
 from canon.cli.spending import prepare_spending, show_estimate, spending_options
-from canon.config import Config
 from canon.core.baseline import (
     Baseline,
     baseline_from_data,
@@ -35,10 +35,10 @@ from canon.core.baseline import (
     require_same_rubric,
 )
 from canon.errors import BaselineError, ConfigError, JudgeUnavailableError
+from canon.project.config import Config
+from canon.project.store import BASELINE_LIMIT, dump_json, read_json, write_json_atomic
 from canon.report.check import check_document, exit_code_for, render_check
 from canon.report.text import printable
-from canon.spend import run_usage
-from canon.store import BASELINE_LIMIT, dump_json, read_json, write_json_atomic
 
 
 @click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("baselines", "cli"))

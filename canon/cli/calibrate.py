@@ -8,12 +8,12 @@ from typing import Any
 
 import click
 
-from canon.calibrate import Calibration, FlipTally
-from canon.calibrate import calibrate as measure
+from canon.check.calibrate import Calibration, FlipTally
+from canon.check.calibrate import calibrate as measure
 from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
 from canon.cli.run import build_plan, format_option, load_run, suite_option
 from canon.judge.sync import run_sync
-from canon.store import dump_json
+from canon.project.store import dump_json
 
 
 @click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("baselines", "judge"))

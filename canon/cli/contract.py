@@ -12,7 +12,6 @@ from typing import Any
 import click
 
 from canon.cli.common import HELP_OPTIONS, docs_epilog, reports_errors
-from canon.contract_files import load_contract_file, read_source_map, read_trace
 from canon.errors import CanonError, GateError, UsageError
 from canon.gates.contracts.audit import AuditRecord
 from canon.gates.contracts.dump import dump_contract
@@ -21,8 +20,10 @@ from canon.gates.contracts.generate import generate_contract
 from canon.gates.contracts.model import Contract, Verdict
 from canon.gates.contracts.templates import TEMPLATE_NAMES, list_templates, template_text
 from canon.gates.contracts.validate import validate
-from canon.monitor import MonitorStats, monitor_directory
-from canon.store import dump_json, write_text_atomic
+from canon.monitor.directory import monitor_directory
+from canon.monitor.stats import MonitorStats
+from canon.project.contract_files import load_contract_file, read_source_map, read_trace
+from canon.project.store import dump_json, write_text_atomic
 
 _TRACE_SUFFIXES = (".json", ".jsonl")
 
@@ -284,7 +285,7 @@ def monitor(
         "max_polls": max_polls,
     }
     if log_group is not None:
-        from canon.cloudwatch import monitor_cloudwatch
+        from canon.monitor.cloudwatch import monitor_cloudwatch
 
         stats = monitor_cloudwatch(loaded, log_group, region=region, **options)
     else:

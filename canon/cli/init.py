@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from canon.cli.common import HELP_OPTIONS, docs_epilog, reports_errors
-from canon.config import CONFIG_NAMES, discover_config_file
 from canon.errors import UsageError
-from canon.store import read_text, write_new_file
+from canon.project.config import CONFIG_NAMES, discover_config_file
+from canon.project.store import read_text, write_new_file
 
 _CONFIG = """\
 # Canon settings (docs/configuration.md). Paths are relative to this file.

@@ -8,16 +8,21 @@ evaluations exit 0 even when they fail, unless ``--strict-exit`` asks for 1.
 from __future__ import annotations
 
 import importlib
-import json
 import os
-import stat
-import sys
-from typing import IO, Any, NoReturn
+from typing import Any
 
 import click
 
 from canon.cli.common import docs_epilog
-from canon.gates.policy.decoding import MAX_INPUT_BYTES, decode_json_bytes
+from canon.cli.policy_io import (
+    STDIN,
+    PolicyCommandFailure,
+    emit_json,
+    fail,
+    read_input,
+    render_json,
+)
+from canon.gates.policy.decoding import decode_json_bytes
 from canon.gates.policy.errors import (
     INVALID_COMMAND,
     INVALID_DATA,
@@ -27,41 +32,6 @@ from canon.gates.policy.errors import (
 )
 from canon.gates.policy.model import Policy
 from canon.gates.policy.validation import validate_policy
-
-_STDIN = "-"
-
-
-def render_json(document: Any) -> bytes:
-    """The project's JSON output format as UTF-8 bytes."""
-    text = json.dumps(document, sort_keys=True, indent=2, ensure_ascii=False, allow_nan=False)
-    return (text + "\n").encode("utf-8")
-
-
-def emit_json(document: Any, stream: str = "stdout") -> None:
-    """Write one JSON document to stdout or stderr as raw UTF-8 bytes."""
-    text_stream = sys.stdout if stream == "stdout" else sys.stderr
-    text_stream.flush()
-    text_stream.buffer.write(render_json(document))
-    text_stream.buffer.flush()
-
-
-class PolicyCommandFailure(click.ClickException):
-    """A controlled failure: its JSON error document goes to stderr and the exit code is 2."""
-
-    exit_code = 2
-
-    def __init__(self, error: PolicyError) -> None:
-        super().__init__(error.message)
-        self.error = error
-
-    def show(self, file: IO[Any] | None = None) -> None:
-        """Print the JSON error document instead of click's plain-text message."""
-        emit_json(self.error.to_json(), "stderr")
-
-
-def fail(error: PolicyError) -> NoReturn:
-    """Stop the command with a controlled JSON error."""
-    raise PolicyCommandFailure(error)
 
 
 def _usage_failure(exc: click.UsageError) -> PolicyCommandFailure:
@@ -125,30 +95,9 @@ class _JsonErrorsGroup(click.Group):
             fail(PolicyError(INVALID_DATA, f"unexpected data error ({type(exc).__name__}: {exc})"))
 
 
-def read_input(source: str, what: str) -> bytes:
-    """The raw bytes of a file, or of stdin for ``-``, reading at most one byte past the limit."""
-    if source == _STDIN:
-        return sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
-    try:
-        # Only a regular file: a FIFO would block the command, a device never end.
-        if not stat.S_ISREG(os.stat(source).st_mode):
-            raise PolicyError(
-                "INVALID_JSON_INPUT",
-                f"the {what} file {source} is not a regular file; pass a JSON file or - for stdin",
-            )
-        with open(source, "rb") as handle:
-            return handle.read(MAX_INPUT_BYTES + 1)
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise PolicyError(
-            "INVALID_JSON_INPUT",
-            f"cannot read the {what} file ({reason}); check the path and permissions",
-        ) from None
-
-
 def load_json(source: str, what: str) -> Any:
     """Read and strictly decode one JSON input; its errors name the file."""
-    named = what if source == _STDIN else f"{what} {source}"
+    named = what if source == STDIN else f"{what} {source}"
     return decode_json_bytes(read_input(source, what), what=named)
 
 
@@ -158,7 +107,7 @@ def load_policy(source: str) -> Policy:
     try:
         return validate_policy(value)
     except PolicyError as exc:
-        if source == _STDIN:
+        if source == STDIN:
             raise
         raise PolicyError(
             exc.code,
@@ -170,7 +119,7 @@ def load_policy(source: str) -> Policy:
 
 
 def _one_stdin(*sources: str) -> None:
-    if sum(source == _STDIN for source in sources) > 1:
+    if sum(source == STDIN for source in sources) > 1:
         fail(
             PolicyError(
                 INVALID_COMMAND,
@@ -284,7 +233,7 @@ def generate_synthetic_command(policy_file: str, output: str | None) -> None:
     """Generate and verify one passing and one failing response for POLICY."""
     from canon.gates.policy.synthetic import generate_synthetic_cases
 
-    if output is not None and (not output.strip() or output == _STDIN):
+    if output is not None and (not output.strip() or output == STDIN):
         fail(
             PolicyError(
                 INVALID_COMMAND,
@@ -297,7 +246,7 @@ def generate_synthetic_command(policy_file: str, output: str | None) -> None:
     if output is None:
         emit_json(cases)
         return
-    if policy_file != _STDIN and _same_file(output, policy_file):
+    if policy_file != STDIN and _same_file(output, policy_file):
         fail(
             PolicyError(
                 JSON_OUTPUT_ERROR,
@@ -309,7 +258,9 @@ def generate_synthetic_command(policy_file: str, output: str | None) -> None:
     try:
         from pathlib import Path
 
-        from canon.store import write_bytes_atomic  # imported late: evaluate must start fast
+        from canon.project.store import (
+            write_bytes_atomic,  # imported late: evaluate must start fast
+        )
 
         write_bytes_atomic(Path(output), render_json(cases), mode=0o600)
     except OSError as exc:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from canon.cli.policy import emit_json, fail, read_input
+from canon.cli.policy_io import emit_json, fail, read_input
 from canon.gates.policy import (
     Policy,
     PolicyError,

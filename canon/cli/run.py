@@ -10,26 +10,26 @@ from typing import Any, TypeVar
 
 import click
 
-from canon.check import score_run
+from canon.check.confirm import Confirmation
+from canon.check.gate_loading import contract_gate, policy_gate
+from canon.check.pipeline import score_run
+from canon.check.runner import ArtifactGate, ScoringPlan
 from canon.cli.common import shown_path
 from canon.cli.spending import with_budget
-from canon.config import Config, load_config, load_env_files
-from canon.confirm import Confirmation
 from canon.core.artifact import Artifact
 from canon.core.baseline import Baseline
 from canon.core.compare import Comparison
 from canon.core.scoring import ArtifactResult
 from canon.errors import ConfigError, UsageError
-from canon.gate_loading import contract_gate, policy_gate
 from canon.judge.cache import CachingJudge, cached_judge
-from canon.judge.factory import judge_from_spec
 from canon.judge.sync import run_sync
+from canon.project.config import Config, load_config, load_env_files
+from canon.project.judge_factory import judge_from_spec
+from canon.project.store import constitution_from_file, load_rubric, write_text_atomic
+from canon.project.suite import read_suite, select_artifacts
 from canon.report.html import html_report
 from canon.report.junit import junit_xml
 from canon.report.text import printable
-from canon.runner import ArtifactGate, ScoringPlan
-from canon.store import constitution_from_file, load_rubric, write_text_atomic
-from canon.suite import read_suite, select_artifacts
 
 F = TypeVar("F", bound=Callable[..., Any])
 

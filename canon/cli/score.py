@@ -26,9 +26,9 @@ from canon.cli.run import (
 )
 from canon.cli.spending import prepare_spending, show_estimate, spending_options
 from canon.core.scoring import ArtifactResult, fails_on_evidence
+from canon.project.store import dump_json
 from canon.report.json_report import results_document
 from canon.report.text import render_results
-from canon.store import dump_json
 
 
 @click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("cli", "configuration"))

@@ -10,11 +10,11 @@ from pathlib import Path
 import click
 
 from canon.cli.common import HELP_OPTIONS, docs_epilog, reports_errors
-from canon.config import discover_config_file
-from canon.config_edit import KEY, new_config_text, set_judge_model
 from canon.errors import ConfigError, UsageError
-from canon.judge.factory import MOCK_PREFIX, litellm_model
-from canon.store import SETTINGS_LIMIT, read_bytes, write_bytes_atomic
+from canon.project.config import discover_config_file
+from canon.project.config_edit import KEY, new_config_text, set_judge_model
+from canon.project.judge_factory import MOCK_PREFIX, litellm_model
+from canon.project.store import SETTINGS_LIMIT, read_bytes, write_bytes_atomic
 
 _FORM = (
     "expected --provider NAME --model MODEL, e.g. --provider openai --model gpt-5.6-luna, "

@@ -9,14 +9,20 @@ from typing import Any, TypeVar
 
 import click
 
-from canon.config import Config
+from canon.check.runner import ScoringPlan
+from canon.check.spend import (
+    BudgetJudge,
+    estimate_run,
+    model_judge,
+    pending_requests,
+    refuse_over_budget,
+)
 from canon.core.artifact import Artifact
 from canon.core.usage import total
 from canon.judge.cache import CachingJudge
 from canon.judge.sync import run_sync
-from canon.runner import ScoringPlan
-from canon.spend import BudgetJudge, estimate_run, model_judge, pending_requests, refuse_over_budget
-from canon.store import dump_json
+from canon.project.config import Config
+from canon.project.store import dump_json
 
 F = TypeVar("F", bound=Callable[..., Any])
 

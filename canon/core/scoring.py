@@ -7,10 +7,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
+from canon.core.gate_outcome import GateOutcome
 from canon.core.rubric import Question
 from canon.core.usage import Usage
 from canon.errors import JudgeError, UsageError
-from canon.gates.outcome import GateOutcome
 
 CellState = Literal["answered", "na", "unscored"]
 

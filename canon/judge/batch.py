@@ -33,7 +33,9 @@ from canon.errors import CacheError, JudgeError, JudgeUnavailableError
 from canon.judge.base import JudgeRequest
 from canon.judge.batch_state import read_state, state_path, write_state
 from canon.judge.cache import AnswerCache, CachingJudge, IdentifiedJudge, answer_key
-from canon.judge.litellm_judge import LiteLLMJudge, answer_grammar, load_litellm
+from canon.judge.litellm_judge import LiteLLMJudge
+from canon.judge.litellm_module import load_litellm
+from canon.judge.request_body import answer_grammar
 from canon.judge.usage import response_usage
 
 # Providers whose batch input litellm passes through in OpenAI's JSONL request format.

@@ -1,4 +1,7 @@
-"""The offline policy playground: a loopback web page that evaluates policies with the library."""
+"""The offline policy playground: a loopback web page that evaluates policies with the library.
+
+Layer: playground (a loopback server). Imports errors and gates; the CLI starts it.
+"""
 
 from canon.playground.errors import PlaygroundError
 from canon.playground.evaluation import evaluate_texts

@@ -5,12 +5,12 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable, Mapping, Sequence
 
+from canon.check.runner import ScoringPlan
+from canon.check.spend import run_usage
 from canon.core.compare import Comparison, Drift, Flip
 from canon.core.scoring import ArtifactResult, Cell, cell_label, fails_on_evidence, falls_short
 from canon.core.usage import format_cost
 from canon.report.junit import xml_safe
-from canon.runner import ScoringPlan
-from canon.spend import run_usage
 
 _STYLE = """
 body { font: 15px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 70rem;

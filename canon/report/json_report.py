@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from canon.check.runner import ScoringPlan
+from canon.check.spend import run_usage
 from canon.core.scoring import ArtifactResult, Cell
-from canon.runner import ScoringPlan
-from canon.spend import run_usage
 
 
 def results_document(results: Sequence[ArtifactResult], plan: ScoringPlan) -> dict[str, Any]:

@@ -6,6 +6,8 @@ import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 
+from canon.check.runner import ScoringPlan
+from canon.check.spend import run_usage
 from canon.core.compare import Comparison, Flip
 from canon.core.scoring import (
     ArtifactResult,
@@ -15,8 +17,6 @@ from canon.core.scoring import (
     reason_excerpt,
     shortfalls,
 )
-from canon.runner import ScoringPlan
-from canon.spend import run_usage
 
 # Everything XML 1.0 has no way to express, even as a character reference: C0 controls
 # other than tab, newline and carriage return, lone surrogates, and U+FFFE/U+FFFF.

@@ -6,8 +6,8 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from canon.check.spend import run_usage
 from canon.core.scoring import ArtifactResult, cell_label, reason_excerpt, shortfalls
-from canon.spend import run_usage
 
 LABEL_WIDTH = 100
 

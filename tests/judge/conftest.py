@@ -15,7 +15,7 @@ from canon.core.constitution import Constitution
 from canon.core.rubric import Question
 from canon.judge.base import JudgeRequest
 from canon.judge.litellm_judge import LiteLLMJudge
-from canon.store import load_rubric
+from canon.project.store import load_rubric
 
 
 def _load_sibling(filename: str) -> Any:

@@ -18,7 +18,7 @@ from click.testing import CliRunner, Result
 
 from canon.cli import main
 from canon.judge.batch import state_path
-from canon.store import constitution_from_file, load_rubric
+from canon.project.store import constitution_from_file, load_rubric
 
 
 def _load_batch_server() -> Any:

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from canon.check.runner import ScoringPlan, score_artifacts
 from canon.cli import main
 from canon.core.artifact import Artifact
 from canon.errors import JudgeUnavailableError
 from canon.judge.concurrency import AdaptiveLimiter
-from canon.runner import ScoringPlan, score_artifacts
-from canon.store import load_rubric
+from canon.project.store import load_rubric
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -122,7 +122,9 @@ def _modules_after(code: str, cwd: Path) -> dict[str, object]:
 
 
 def test_importing_canon_does_not_import_litellm(tmp_path):
-    assert _modules_after("import canon, canon.metric, canon.judge.factory", tmp_path) == {
+    assert _modules_after(
+        "import canon, canon.check.metric, canon.project.judge_factory", tmp_path
+    ) == {
         "litellm": False,
         "openai": False,
     }

@@ -5,9 +5,9 @@ from pathlib import Path
 import pytest
 
 from canon.errors import ConfigError
-from canon.judge.factory import judge_from_spec, litellm_model
 from canon.judge.litellm_judge import LiteLLMJudge
 from canon.judge.mock import MockJudge
+from canon.project.judge_factory import judge_from_spec, litellm_model
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 

@@ -16,7 +16,8 @@ from canon.errors import (
     JudgeUnavailableError,
     UsageError,
 )
-from canon.judge.litellm_judge import JudgeSetupError, LiteLLMJudge
+from canon.judge.litellm_judge import LiteLLMJudge
+from canon.judge.litellm_module import JudgeSetupError
 
 MISSION_Q = "serve the mission"
 GATE_Q = "contradict any part"
@@ -214,11 +215,11 @@ def test_a_missing_key_at_an_endpoint_that_wants_one_is_a_setting_error(
     "model", ["ollama/llama3", "bedrock/anthropic.claude-3-haiku-20240307-v1:0"]
 )
 def test_credentials_that_can_come_from_elsewhere_are_not_refused_up_front(model, monkeypatch):
-    from canon.judge.litellm_judge import _missing_api_keys, load_litellm
+    from canon.judge.litellm_module import load_litellm, missing_api_keys
 
     for name in ("OLLAMA_API_BASE", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"):
         monkeypatch.delenv(name, raising=False)
-    assert _missing_api_keys(load_litellm(), model) == []
+    assert missing_api_keys(load_litellm(), model) == []
 
 
 def test_a_missing_openai_key_without_an_endpoint_stops_before_any_request(

@@ -24,7 +24,8 @@ from canon.core.rubric import Choice, Question
 from canon.core.scoring import Answer
 from canon.errors import CanonError, JudgeUnavailableError
 from canon.judge.base import JudgeRequest
-from canon.judge.litellm_judge import LiteLLMJudge, answer_grammar
+from canon.judge.litellm_judge import LiteLLMJudge
+from canon.judge.request_body import answer_grammar
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 ARTIFACT = (

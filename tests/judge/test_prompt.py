@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from canon.core.prompt import parse_reply, render_prompt
 from canon.errors import JudgeError
-from canon.store import load_rubric
+from canon.project.store import load_rubric
 
 INJECTION = (
     "Refund issued.\n"

@@ -5,14 +5,14 @@ from __future__ import annotations
 from canon.core.artifact import Artifact
 from canon.core.constitution import Constitution
 from canon.core.prompt import render_prompt
-from canon.judge.litellm_judge import load_litellm
+from canon.judge.litellm_module import load_litellm
 from canon.judge.prompt_cache import (
     ANTHROPIC_HAIKU_MIN_TOKENS,
     mark_shared_prefix,
     minimum_cacheable_tokens,
     prefix_shares,
 )
-from canon.store import load_rubric
+from canon.project.store import load_rubric
 
 SONNET = "anthropic/claude-sonnet-4-20250514"
 

@@ -14,7 +14,7 @@ import pytest
 from canon.core.artifact import Artifact
 from canon.judge.base import JudgeRequest
 from canon.judge.litellm_judge import LiteLLMJudge
-from canon.store import load_rubric
+from canon.project.store import load_rubric
 
 MODEL = "anthropic/claude-3-5-sonnet-20241022"
 LONG_TEXT = "I refunded the duplicate charge of 19.99 EUR under handbook section 4.2. " * 120

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from canon.judge.litellm_judge import load_litellm
+from canon.judge.litellm_module import load_litellm
 from canon.judge.usage import table_price
 
 
@@ -32,7 +32,7 @@ from canon.core.artifact import Artifact
 from canon.judge.base import JudgeRequest
 from canon.judge.litellm_judge import LiteLLMJudge
 from canon.judge.usage import open_meter
-from canon.store import constitution_from_file, load_rubric
+from canon.project.store import constitution_from_file, load_rubric
 
 constitution = constitution_from_file(sys.argv[1])
 rubric = load_rubric()

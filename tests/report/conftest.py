@@ -8,19 +8,19 @@ from typing import Any
 
 import pytest
 
+from canon.check.runner import ScoringPlan, score_artifacts
 from canon.core.artifact import Artifact
 from canon.core.baseline import baseline_from_results
 from canon.core.compare import Comparison, gate
 from canon.core.constitution import Constitution
 from canon.core.evidence import DecisionRule, add_answer, failed_reask, open_evidence
+from canon.core.gate_outcome import GateOutcome
 from canon.core.rubric import Question
 from canon.core.scoring import Answer, ArtifactResult
 from canon.errors import JudgeUnavailableError
-from canon.gates.outcome import GateOutcome
 from canon.judge.base import JudgeRequest
 from canon.judge.mock import MockJudge
-from canon.runner import ScoringPlan, score_artifacts
-from canon.store import load_rubric
+from canon.project.store import load_rubric
 
 # Everything a report must carry as inert text: markup, a CDATA terminator, both quote
 # kinds, an ampersand, and a control character XML 1.0 cannot express.

@@ -4,13 +4,13 @@ import asyncio
 import dataclasses
 import xml.etree.ElementTree as ET
 
+from canon.check.runner import score_artifacts
 from canon.core.artifact import Artifact
 from canon.core.compare import Drift
 from canon.core.significance import DropTest
 from canon.errors import JudgeUnavailableError
 from canon.judge.mock import MockJudge
 from canon.report.junit import junit_xml, xml_safe
-from canon.runner import score_artifacts
 
 
 def _suite(text: str) -> ET.Element:

@@ -6,6 +6,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from canon.core.gate_outcome import GateOutcome
 from canon.core.scoring import (
     Answer,
     failure_message,
@@ -16,7 +17,6 @@ from canon.core.scoring import (
     shortfalls,
     unscored_cell,
 )
-from canon.gates.outcome import GateOutcome
 from canon.report.html import html_report
 from canon.report.json_report import results_document
 from canon.report.junit import junit_xml, xml_safe

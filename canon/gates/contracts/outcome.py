@@ -6,10 +6,10 @@ from collections.abc import Mapping
 from dataclasses import replace
 from typing import Any
 
+from canon.core.gate_outcome import GateOutcome
 from canon.gates.contracts.execution import DataSource, Execution
 from canon.gates.contracts.model import Contract, Verdict
 from canon.gates.contracts.validate import validate
-from canon.gates.outcome import GateOutcome
 
 
 def as_execution(

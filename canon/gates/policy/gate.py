@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from canon.gates.outcome import GateOutcome
+from canon.core.gate_outcome import GateOutcome
 from canon.gates.policy.decoding import decode_json_bytes, decode_json_text
 from canon.gates.policy.errors import INVALID_JSON_INPUT, INVALID_RESPONSE, PolicyError
 from canon.gates.policy.evaluation import check_response, evaluate_checked

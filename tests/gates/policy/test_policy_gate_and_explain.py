@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from canon.gates.outcome import GateOutcome
+from canon.core.gate_outcome import GateOutcome
 from canon.gates.policy import PolicyError, explain_evaluation, policy_outcome, validate_policy
 
 POLICY = validate_policy(

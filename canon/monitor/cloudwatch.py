@@ -19,14 +19,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from canon.contract_files import write_audit_record
 from canon.errors import CanonError, InputError
 from canon.gates.contracts.audit import AuditRecord, create_audit_record
 from canon.gates.contracts.execution import DataSource
 from canon.gates.contracts.model import Contract
 from canon.gates.contracts.validate import validate
-from canon.monitor import MonitorStats
-from canon.store import read_json, write_json_atomic
+from canon.monitor.stats import MonitorStats
+from canon.project.contract_files import write_audit_record
+from canon.project.store import read_json, write_json_atomic
 
 DEFAULT_LOG_GROUP = "aws/spans"
 INSTALL_LINE = 'pip install "canon-testing[cloudwatch]"'

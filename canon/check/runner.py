@@ -9,6 +9,7 @@ from typing import Any, TypeVar
 
 from canon.core.artifact import Artifact
 from canon.core.constitution import Constitution
+from canon.core.gate_outcome import GateOutcome
 from canon.core.rubric import Question, Rubric
 from canon.core.scoring import (
     ArtifactResult,
@@ -19,7 +20,6 @@ from canon.core.scoring import (
     unscored_cell,
 )
 from canon.errors import JudgeError, JudgeScriptError
-from canon.gates.outcome import GateOutcome
 from canon.judge.base import Judge, JudgeRequest
 from canon.judge.concurrency import AdaptiveLimiter
 from canon.judge.prompt_cache import prefix_shares

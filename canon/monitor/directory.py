@@ -1,8 +1,4 @@
-"""Watching a directory and validating every trace that lands in it.
-
-The public home of the monitors: ``monitor_directory`` here, ``monitor_cloudwatch`` (in
-``canon.cloudwatch``) offered here too.
-"""
+"""Watching a directory and validating every trace that lands in it."""
 
 from __future__ import annotations
 
@@ -12,49 +8,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from canon.contract_files import read_trace, write_audit_record
 from canon.errors import CanonError
 from canon.gates.contracts.audit import AuditRecord, create_audit_record
 from canon.gates.contracts.execution import DataSource
 from canon.gates.contracts.model import Contract
 from canon.gates.contracts.validate import validate
+from canon.monitor.stats import MonitorStats
+from canon.project.contract_files import read_trace, write_audit_record
 
 TRACE_PATTERNS = ("*.json", "*.jsonl")
-
-
-@dataclass(frozen=True, slots=True)
-class MonitorStats:
-    """What a monitoring session saw."""
-
-    polls: int
-    validated: int
-    passed: int
-    failed: int
-    warned: int
-    errors: int
-    pending: int  # files that never became readable before the monitor stopped
-    interrupted: bool = False
-
-    @classmethod
-    def from_counts(
-        cls, counts: Mapping[str, int], *, polls: int, pending: int, interrupted: bool
-    ) -> MonitorStats:
-        """The stats of a session that tallied verdicts by status (pass, fail, warn, error)."""
-        return cls(
-            polls=polls,
-            validated=counts["pass"] + counts["fail"] + counts["warn"],
-            passed=counts["pass"],
-            failed=counts["fail"],
-            warned=counts["warn"],
-            errors=counts["error"],
-            pending=pending,
-            interrupted=interrupted,
-        )
-
-    @property
-    def compliance_rate(self) -> float | None:
-        """Share of validated traces that passed (WARN is not compliant); None if none ran."""
-        return self.passed / self.validated if self.validated else None
 
 
 @dataclass(slots=True)
@@ -153,13 +115,3 @@ def monitor_directory(
             sleep(poll_interval)
     except KeyboardInterrupt:
         return session.stats(polls, interrupted=True)
-
-
-def __getattr__(name: str) -> Any:
-    # The CloudWatch monitor has its own module (it talks to AWS through boto3); its
-    # public names are offered here, beside the directory monitor's.
-    if name in ("monitor_cloudwatch", "CloudWatchError", "DEFAULT_LOG_GROUP"):
-        import canon.cloudwatch
-
-        return getattr(canon.cloudwatch, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

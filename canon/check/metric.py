@@ -5,20 +5,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
-from canon.confirm import confirm
+from canon.check.confirm import confirm
+from canon.check.gate_loading import ContractSpec, PolicySpec, contract_gate, policy_gate
+from canon.check.runner import DEFAULT_CONCURRENCY, ArtifactGate, ScoringPlan, score_artifact
 from canon.core.artifact import as_artifact
 from canon.core.constitution import Constitution
 from canon.core.evidence import DecisionRule
 from canon.core.rubric import refuse_rubric_override
 from canon.core.scoring import ArtifactResult, check_threshold, fails_on_evidence, failure_message
 from canon.errors import JudgeUnavailableError, UsageError
-from canon.gate_loading import ContractSpec, PolicySpec, contract_gate, policy_gate
 from canon.judge.base import Judge
 from canon.judge.concurrency import AdaptiveLimiter
-from canon.judge.factory import judge_from_spec
 from canon.judge.sync import run_sync
-from canon.runner import DEFAULT_CONCURRENCY, ArtifactGate, ScoringPlan, score_artifact
-from canon.store import load_rubric
+from canon.project.judge_factory import judge_from_spec
+from canon.project.store import load_rubric
 
 _NOT_GIVEN: object = object()
 

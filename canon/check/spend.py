@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from canon.check.runner import ScoringPlan
 from canon.core.artifact import Artifact
 from canon.core.scoring import Answer, ArtifactResult
 from canon.core.usage import UNKNOWN, UsageSummary, format_cost, summarize
@@ -20,7 +21,6 @@ from canon.errors import BudgetExceededError, ConfigError
 from canon.judge.base import Judge, JudgeRequest
 from canon.judge.cache import CachingJudge, answer_key
 from canon.judge.usage import ESTIMATED_COMPLETION_TOKENS, count_prompt_tokens, price_of
-from canon.runner import ScoringPlan
 
 if TYPE_CHECKING:
     from canon.judge.litellm_judge import LiteLLMJudge
@@ -139,7 +139,7 @@ def estimate_run(
     if judge is None:  # a scripted judge answers for free
         questions = len(pending) + cached
         return Estimate(plan.judge.name, questions, 0, stopped, 0, 0, 0.0, False, True)
-    from canon.judge.litellm_judge import load_litellm
+    from canon.judge.litellm_module import load_litellm
 
     litellm = load_litellm()
     prompt_tokens = sum(
@@ -223,7 +223,7 @@ class BudgetJudge:
 
     async def answer(self, request: JudgeRequest) -> Answer:
         """The inner judge's answer, unless asking could cross the budget."""
-        from canon.judge.litellm_judge import load_litellm
+        from canon.judge.litellm_module import load_litellm
 
         litellm = load_litellm()
         judge = self.inner

@@ -13,7 +13,7 @@ from typing import Any
 from canon.core.artifact import Artifact
 from canon.errors import InputError
 from canon.gates.policy import MAX_INPUT_BYTES, PolicyError, decode_json_bytes
-from canon.store import read_bytes, read_text, read_yaml
+from canon.project.store import read_bytes, read_text, read_yaml
 
 _ENTRY_KEYS = frozenset({"id", "text", "response", "trace"})
 JSONL_SUFFIXES = (".jsonl", ".ndjson")

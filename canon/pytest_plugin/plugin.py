@@ -15,10 +15,10 @@ from typing import TYPE_CHECKING, Any
 import pytest
 
 if TYPE_CHECKING:
-    from canon.config import Config
+    from canon.check.metric import CoherenceMetric
     from canon.core.constitution import Constitution
-    from canon.metric import CoherenceMetric
-    from canon.pytest_baseline import BaselineSession, CanonBaseline
+    from canon.project.config import Config
+    from canon.pytest_plugin.baseline import BaselineSession, CanonBaseline
 
 _SESSION = pytest.StashKey["BaselineSession"]()
 _CONFIG = pytest.StashKey["Config"]()
@@ -58,7 +58,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture(scope="session")
 def canon_config(request: pytest.FixtureRequest) -> Config:
     """The project's Canon config (its .env files loaded), as ``canon score`` would read it."""
-    from canon.config import load_config, load_env_files
+    from canon.project.config import load_config, load_env_files
 
     explicit = request.config.getoption("--canon-config")
     config = load_config(Path(explicit) if explicit else None)
@@ -70,7 +70,7 @@ def canon_config(request: pytest.FixtureRequest) -> Config:
 def canon_constitution(canon_config: Config) -> Constitution:
     """The constitution named by ``constitution_path``."""
     from canon.errors import ConfigError
-    from canon.store import constitution_from_file
+    from canon.project.store import constitution_from_file
 
     if canon_config.constitution_path is None:
         raise ConfigError(
@@ -84,10 +84,10 @@ def canon_metric(
     request: pytest.FixtureRequest, canon_config: Config, canon_constitution: Constitution
 ) -> CoherenceMetric:
     """A CoherenceMetric with the config's judge (and answer cache), threshold and gates."""
+    from canon.check.metric import CoherenceMetric
     from canon.errors import ConfigError
     from canon.judge.cache import cached_judge
-    from canon.judge.factory import judge_from_spec
-    from canon.metric import CoherenceMetric
+    from canon.project.judge_factory import judge_from_spec
 
     if canon_config.judge_model is None:
         raise ConfigError(f"{canon_config.source or 'no canon.yaml found'}: set 'judge_model'")
@@ -108,7 +108,7 @@ def canon_metric(
 
 
 def _baseline_session(config: pytest.Config) -> BaselineSession:
-    from canon.pytest_baseline import BaselineSession
+    from canon.pytest_plugin.baseline import BaselineSession
 
     if _SESSION not in config.stash:
         config.stash[_SESSION] = BaselineSession(
@@ -126,7 +126,7 @@ def canon_baseline(
 
     ``pytest --canon-accept`` records instead; the decision rule is ``canon check``'s.
     """
-    from canon.pytest_baseline import CanonBaseline
+    from canon.pytest_plugin.baseline import CanonBaseline
 
     request.config.stash[_CONFIG] = canon_config
     return CanonBaseline(
@@ -157,7 +157,7 @@ _WRITTEN = pytest.StashKey["Path | None"]()
 
 
 def _load_config(config: pytest.Config) -> Config | None:
-    from canon.config import load_config
+    from canon.project.config import load_config
 
     explicit = config.getoption("--canon-config")
     return load_config(Path(explicit) if explicit else None)
@@ -175,7 +175,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     """Counts, regressions and the remedy, once at the end of the run."""
     if _SESSION not in config.stash:
         return
-    from canon.pytest_baseline import summary_lines
+    from canon.pytest_plugin.baseline import summary_lines
 
     lines = summary_lines(config.stash[_SESSION], config.stash.get(_WRITTEN, None))
     if lines:

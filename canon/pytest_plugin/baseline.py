@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from canon.check import baseline_from_run, compare_run, score_run
-from canon.config import Config
+from canon.check.metric import CoherenceMetric
+from canon.check.pipeline import baseline_from_run, compare_run, score_run
 from canon.core.artifact import Artifact, as_artifact
 from canon.core.baseline import (
     Baseline,
@@ -28,9 +28,9 @@ from canon.core.baseline import (
 from canon.core.scoring import ArtifactResult
 from canon.errors import BaselineError, JudgeUnavailableError
 from canon.judge.sync import run_sync
-from canon.metric import CoherenceMetric
+from canon.project.config import Config
+from canon.project.store import read_json, write_json_atomic
 from canon.report.check import render_check
-from canon.store import read_json, write_json_atomic
 
 ACCEPT_HINT = "run pytest --canon-accept to record it"
 WORKER_KEY = "canon_baseline"

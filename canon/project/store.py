@@ -299,7 +299,7 @@ def _rubric_text() -> tuple[str, str]:
     packaged = resources.files("canon").joinpath("_rubric", RUBRIC_FILE)
     if packaged.is_file():
         return packaged.read_text(encoding="utf-8"), str(packaged)
-    checkout = Path(__file__).resolve().parent.parent / "rubric" / RUBRIC_FILE
+    checkout = Path(__file__).resolve().parents[2] / "rubric" / RUBRIC_FILE
     if checkout.is_file():
         return checkout.read_text(encoding="utf-8"), str(checkout)
     raise RubricError(

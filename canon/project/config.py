@@ -18,7 +18,7 @@ from canon.core.evidence import DecisionRule
 from canon.core.rubric import refuse_rubric_override
 from canon.core.scoring import check_threshold
 from canon.errors import CanonError, ConfigError, UsageError
-from canon.store import SETTINGS_LIMIT, parse_yaml, read_text
+from canon.project.store import SETTINGS_LIMIT, parse_yaml, read_text
 
 CONFIG_NAMES = ("canon.yaml", "canon.yml", "pyproject.toml")
 DEFAULT_THRESHOLD = 0.85

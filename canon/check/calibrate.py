@@ -15,12 +15,12 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from canon.check.runner import DEFAULT_CONCURRENCY, ScoringPlan
 from canon.core.artifact import Artifact
 from canon.core.evidence import DEFAULT_FLIP_RATE
 from canon.core.stats import wilson_ci
 from canon.errors import JudgeError, JudgeScriptError, UsageError
 from canon.judge.base import JudgeRequest
-from canon.runner import DEFAULT_CONCURRENCY, ScoringPlan
 
 MAX_SENSIBLE_FLIP_RATE = 0.3  # beyond this, re-asking costs more than a better judge
 

@@ -14,6 +14,7 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from canon.check.runner import DEFAULT_CONCURRENCY, ScoringPlan
 from canon.core.artifact import Artifact
 from canon.core.baseline import ArtifactRecord, Baseline, recorded_question
 from canon.core.evidence import DecisionRule, Evidence, add_answer, failed_reask, open_evidence
@@ -29,7 +30,6 @@ from canon.core.settle import (
 from canon.errors import JudgeError, JudgeScriptError
 from canon.judge.base import JudgeRequest
 from canon.judge.concurrency import AdaptiveLimiter
-from canon.runner import DEFAULT_CONCURRENCY, ScoringPlan
 
 CellKey = tuple[str, str]  # (artifact key, question id)
 

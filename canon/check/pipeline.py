@@ -10,14 +10,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from canon.confirm import Confirmation, confirm
+from canon.check.confirm import Confirmation, confirm
+from canon.check.runner import DEFAULT_CONCURRENCY, ProgressCallback, ScoringPlan, score_artifacts
 from canon.core.artifact import Artifact
 from canon.core.baseline import Baseline, baseline_from_results
 from canon.core.compare import DEFAULT_TOLERANCE, Comparison, ReaskNoise, gate, provenance_notes
 from canon.core.evidence import DecisionRule
 from canon.core.scoring import ArtifactResult
 from canon.judge.concurrency import AdaptiveLimiter
-from canon.runner import DEFAULT_CONCURRENCY, ProgressCallback, ScoringPlan, score_artifacts
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,7 +18,7 @@ from canon.gates.contracts.execution import DataSource, Execution
 from canon.gates.contracts.loader import load_contract, parse_source_map
 from canon.gates.contracts.model import Contract
 from canon.gates.contracts.templates import TEMPLATE_NAMES, load_template
-from canon.store import SETTINGS_LIMIT, dump_json, read_text, read_yaml, write_new_file
+from canon.project.store import SETTINGS_LIMIT, dump_json, read_text, read_yaml, write_new_file
 
 
 def load_contract_file(name_or_path: str) -> Contract:

@@ -10,7 +10,7 @@ from typing import Any
 from canon.errors import ConfigError, UsageError
 from canon.judge.base import Judge
 from canon.judge.mock import MockJudge
-from canon.store import read_yaml
+from canon.project.store import read_yaml
 
 MOCK_PREFIX = "mock:"
 _PROVIDER = re.compile(r"[a-z0-9][a-z0-9_.-]*")

@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from canon.check.runner import ArtifactGate
 from canon.core.artifact import Artifact
+from canon.core.gate_outcome import GateOutcome
 from canon.errors import GateError
-from canon.gates.outcome import GateOutcome
-from canon.runner import ArtifactGate
-from canon.store import read_bytes
+from canon.project.store import read_bytes
 
 PolicySpec = Any  # a Policy, a policy mapping, or the path of a policy JSON file
 ContractSpec = Any  # a Contract, a contract mapping, a YAML path, or a bundled template name
@@ -55,8 +55,8 @@ def policy_gate(spec: PolicySpec) -> ArtifactGate:
 
 def contract_gate(spec: ContractSpec) -> ArtifactGate:
     """A gate that checks each artifact's trace against a behavioral contract."""
-    from canon.contract_files import load_contract_file
     from canon.gates.contracts import TEMPLATE_NAMES, Contract, contract_outcome, load_contract
+    from canon.project.contract_files import load_contract_file
 
     if isinstance(spec, Contract):
         contract = spec
@@ -83,7 +83,7 @@ def _parsed_trace(trace: Any) -> Any:
     from canon.gates.contracts import parse_trace_text
 
     if isinstance(trace, os.PathLike):
-        from canon.contract_files import read_trace
+        from canon.project.contract_files import read_trace
 
         return read_trace(Path(trace))  # normalized here, so its errors name the file
     if isinstance(trace, str):

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from canon.errors import ConfigError
-from canon.store import parse_yaml
+from canon.project.store import parse_yaml
 
 KEY = "judge_model"
 # Values made only of these characters can stay unquoted, as long as YAML reads them back

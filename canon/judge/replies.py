@@ -1,0 +1,118 @@
+"""Reading a judge's replies: the texts (and tokens) a completion holds, and the answer they give.
+
+A reply that names no offered choice is unreadable; an answer is the mean of its readable
+samples' distributions, and a question with none is a failure a retry may fix.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from canon.core.prompt import parse_reply
+from canon.core.rubric import Question
+from canon.core.scoring import Answer
+from canon.errors import JudgeError
+from canon.judge.answer_formats import (
+    Token,
+    logprob_distribution,
+    looks_structured,
+    read_structured,
+    tokens_from,
+)
+from canon.judge.failures import Failure
+
+RATIONALE_LIMIT = 1000
+
+
+@dataclass(frozen=True, slots=True)
+class Reply:
+    """One sampled reply: its text and, with logprobs on, its tokens."""
+
+    text: str
+    tokens: tuple[Token, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Completion:
+    """The replies of one request and its ``usage`` (token counts) as the endpoint sent it."""
+
+    replies: list[Reply]
+    usage: dict[str, Any] | None = None
+
+
+def completion_from_json(data: dict[str, Any]) -> Completion:
+    """Replies from an OpenAI-style JSON completion (the direct transport's)."""
+    replies = []
+    for choice in data["choices"]:
+        message = choice.get("message") if isinstance(choice, dict) else None
+        content = message.get("content") if isinstance(message, dict) else None
+        logprobs = choice.get("logprobs") if isinstance(choice, dict) else None
+        replies.append(
+            Reply(content if isinstance(content, str) else "", tuple(tokens_from(logprobs)))
+        )
+    usage = data.get("usage")
+    return Completion(replies, usage if isinstance(usage, dict) else None)
+
+
+def completion_from_litellm(response: Any) -> Completion:
+    """Replies from litellm's response object."""
+    replies = []
+    for choice in response.choices:
+        content = getattr(getattr(choice, "message", None), "content", None)
+        logprobs = getattr(choice, "logprobs", None)
+        replies.append(
+            Reply(content if isinstance(content, str) else "", tuple(tokens_from(logprobs)))
+        )
+    usage = getattr(response, "usage", None)
+    dump = getattr(usage, "model_dump", None)
+    as_dict = dump() if callable(dump) else usage
+    return Completion(replies, as_dict if isinstance(as_dict, dict) else None)
+
+
+def tally(
+    question: Question, replies: list[Reply], *, samples: int, structured: bool, logprobs: bool
+) -> Answer | Failure:
+    """Turn replies into an answer (mean of per-sample distributions), or the failure."""
+    shares: list[dict[str, float]] = []
+    problem = ""
+    for reply in replies:
+        try:
+            shares.append(read_reply(question, reply, structured=structured, logprobs=logprobs))
+        except JudgeError as exc:
+            problem = str(exc)
+    if not shares:
+        return Failure("unparseable", problem or f"question {question.id}: no reply")
+    total: dict[str, float] = {}
+    for share in shares:
+        for label, mass in share.items():
+            total[label] = total.get(label, 0.0) + mass / len(shares)
+    distribution = {label: total[label] for label in sorted(total)}
+    texts = [reply.text for reply in replies]
+    rationale = texts[0].strip()[:RATIONALE_LIMIT] if len(shares) == len(texts) else None
+    if len(shares) < samples:
+        rationale = f"{samples - len(shares)} of {samples} samples were unreadable and ignored"
+    return Answer(distribution=distribution, rationale=rationale)
+
+
+def read_reply(
+    question: Question, reply: Reply, *, structured: bool, logprobs: bool
+) -> dict[str, float]:
+    """One reply's distribution: its label, or the labels' probabilities with logprobs."""
+    as_json = structured and looks_structured(reply.text)
+    if as_json:
+        found = read_structured(question, reply.text)
+        if found is None:
+            raise JudgeError(
+                f"question {question.id}: the judge's JSON reply names none of "
+                f"{', '.join(c.label for c in question.choices)}; got "
+                f"{' '.join(reply.text.split())[:160]!r}"
+            )
+        choice = found
+    else:
+        choice = parse_reply(question, reply.text)
+    if logprobs and reply.tokens:
+        spread = logprob_distribution(question, reply.tokens, choice, as_json)
+        if spread is not None:
+            return spread
+    return {choice.label: 1.0}
