@@ -200,6 +200,10 @@ def test_an_unknown_key_like_no_known_one_gets_no_guess(write, tmp_path):
         ("samples", 10_000),
         ("temperature", -0.5),
         ("max_attempts", 0),
+        ("reask_temperature", 5),
+        ("reask_temperature", -1),
+        ("api_base", "localhost:8080/v1"),
+        ("api_base", 8080),
     ],
 )
 def test_absurd_judge_options_are_refused_naming_the_key(tmp_path, option, value):
@@ -216,7 +220,14 @@ def test_absurd_judge_options_are_refused_naming_the_key(tmp_path, option, value
 def test_sensible_judge_options_are_kept(tmp_path):
     from canon.project.config import config_from_mapping
 
-    options = {"max_tokens": 512, "timeout": 60.0, "samples": 5, "temperature": 0.7}
+    options = {
+        "max_tokens": 512,
+        "timeout": 60.0,
+        "samples": 5,
+        "temperature": 0.7,
+        "reask_temperature": 1.2,
+        "api_base": "http://127.0.0.1:8080/v1",
+    }
     config = config_from_mapping(
         {"judge_options": options}, source=tmp_path / "canon.yaml", base_dir=tmp_path
     )

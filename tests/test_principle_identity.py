@@ -50,6 +50,36 @@ def test_a_principle_inserted_at_the_top_keeps_every_comparison():
     assert not any("different principle" in note for note in comparison.notes)
 
 
+def test_per_question_rates_after_an_inserted_principle_compare_the_same_principle():
+    before = Constitution("Serve.", (HONEST, ESCALATE))
+    after = Constitution("Serve.", (NEW, HONEST, ESCALATE))
+    baseline = baseline_from_results(
+        [_result(before, "a", escalate="no"), _result(before, "b")],
+        rubric=RUBRIC,
+        judge="mock",
+        constitution="x",
+        threshold=0.5,
+    )
+    now = [_result(after, "a", escalate="no"), _result(after, "b", language="no")]
+    rates = gate(now, baseline, 0.5).question_rates
+    then_rate, now_rate = rates["P3"]  # escalate: P2 in the baseline, P3 now
+    assert (then_rate.successes, then_rate.trials) == (1, 2)
+    assert (now_rate.successes, now_rate.trials) == (1, 2)
+    then_rate, now_rate = rates["P1"]  # the new principle had no baseline row
+    assert (then_rate.trials, now_rate.successes, now_rate.trials) == (0, 1, 2)
+    then_rate, _ = rates["P2"]  # honest: P1 in the baseline, P2 now
+    assert (then_rate.successes, then_rate.trials) == (2, 2)
+
+
+def test_a_removed_principle_keeps_its_baseline_rate_under_its_id():
+    before = Constitution("Serve.", (HONEST, ESCALATE))
+    baseline = _baseline(before)
+    rates = gate([_result(Constitution("Serve.", (ESCALATE,)), "a")], baseline, 0.5).question_rates
+    then_rate, now_rate = rates["honest"]
+    assert (then_rate.trials, now_rate.trials) == (1, 0)
+    assert rates["P1"][0].trials == 1  # escalate, matched by id
+
+
 def test_a_new_principle_has_no_baseline_row_and_reordering_is_harmless():
     before = Constitution("Serve.", (HONEST, ESCALATE))
     record = _baseline(before).artifacts["a"]

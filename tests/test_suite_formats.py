@@ -144,6 +144,12 @@ def test_check_runs_the_selection_against_the_baseline(project):
     assert result.exit_code == 0, result.output
     # the artifacts left out of the selection are not "missing" from the run
     assert "1 artifact(s) checked: 1 matched, 0 new, 0 recorded but missing" in result.stdout
+    # ...but the report says how much of the baseline this partial check did not look at
+    assert "2 baseline artifact(s) left out by --select/--limit were not compared" in result.stdout
+    as_json = _canon(project, "check", "--quiet", "--limit", "1", "--format", "json")
+    assert as_json.exit_code == 0, as_json.output
+    notes = json.loads(as_json.stdout)["notes"]
+    assert any("2 baseline artifact(s) left out" in note for note in notes)
 
 
 @pytest.mark.parametrize(

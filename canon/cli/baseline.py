@@ -170,9 +170,12 @@ def check(
     path = baseline_path(config, suite)
     baseline = read_baseline(path, suite_name=suite.stem)
     require_same_rubric(baseline, plan.rubric, source=shown(path))
+    left_out = 0
     if select or limit is not None:
-        # Part of the suite was asked for: the rest of the baseline is not "missing".
+        # Part of the suite was asked for: the rest of the baseline is not "missing", but the
+        # report says how much of it this check did not look at.
         chosen = {a.key for a in artifacts}
+        left_out = sum(k not in chosen for k in baseline.artifacts)
         baseline = dataclasses.replace(
             baseline, artifacts={k: r for k, r in baseline.artifacts.items() if k in chosen}
         )
@@ -184,6 +187,12 @@ def check(
     started = time.monotonic()
     confirmation = score_with_progress(config, plan, artifacts, quiet, baseline)
     comparison = compare_run(plan, confirmation, baseline, config.tolerance, config.rule, strict)
+    if left_out:
+        note = (
+            f"{left_out} baseline artifact(s) left out by --select/--limit were not compared "
+            "(a partial check, not a missing artifact)"
+        )
+        comparison = dataclasses.replace(comparison, notes=(*comparison.notes, note))
     results = confirmation.results
     elapsed = time.monotonic() - started
     usage = run_usage(results)

@@ -303,22 +303,35 @@ def _canon_rates(results: Sequence[ArtifactResult], baseline: Baseline) -> tuple
 def _question_rates(
     results: Sequence[ArtifactResult], baseline: Baseline
 ) -> dict[str, tuple[Rate, Rate]]:
+    """Satisfied shares per question, baseline -> now, matched as flips are (by principle id)."""
+    questions = {cell.id: cell.question for result in results for cell in result.cells}
     then: dict[str, list[int]] = {}
+    matched: set[int] = set()  # the baseline rows some current question compares with
     for record in baseline.artifacts.values():
-        for qid, q in (record.questions or {}).items():
-            if q.state == "answered" and q.score is not None:
-                tally = then.setdefault(qid, [0, 0])
-                tally[0] += q.score >= SOLID_SATISFIED
-                tally[1] += 1
+        for qid, question in questions.items():
+            row = recorded_question(record, question)
+            if row is None:
+                continue
+            matched.add(id(row))
+            _tally(then, qid, row.state, row.score)
+        for qid, row in (record.questions or {}).items():
+            # a question of the baseline that no current question compares with (a removed
+            # principle) keeps its own rate, under its principle id when it had one
+            if id(row) not in matched and (row.principle or qid) not in questions:
+                _tally(then, row.principle or qid, row.state, row.score)
     now: dict[str, list[int]] = {}
     for result in results:
         for cell in result.cells:
-            if cell.state == "answered" and cell.score is not None:
-                tally = now.setdefault(cell.id, [0, 0])
-                tally[0] += cell.score >= SOLID_SATISFIED
-                tally[1] += 1
+            _tally(now, cell.id, cell.state, cell.score)
     order = list(dict.fromkeys([*now, *then]))
     return {qid: (Rate(*then.get(qid, [0, 0])), Rate(*now.get(qid, [0, 0]))) for qid in order}
+
+
+def _tally(tallies: dict[str, list[int]], qid: str, state: str, score: float | None) -> None:
+    if state == "answered" and score is not None:
+        tally = tallies.setdefault(qid, [0, 0])
+        tally[0] += score >= SOLID_SATISFIED
+        tally[1] += 1
 
 
 def provenance_notes(baseline: Baseline, *, judge: str, constitution: str) -> tuple[str, ...]:

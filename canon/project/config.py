@@ -41,12 +41,14 @@ JUDGE_OPTIONS = {
     "logprobs": bool,
     "structured_output": object,  # true, false or "auto": LiteLLMJudge checks it
     "transport": str,
+    "api_base": str,  # an OpenAI-compatible endpoint of one's own (llama.cpp, vLLM, a proxy)
 }
 # The range each numeric judge option must lie in: a typo such as max_tokens: -5 or
 # timeout: 1e308 is refused here, naming the key, instead of misbehaving at run time.
 JUDGE_OPTION_BOUNDS: dict[str, tuple[int | float, int | float]] = {
     "samples": (1, 100),
     "temperature": (0, 2),
+    "reask_temperature": (0, 2),
     "timeout": (0.001, 3600),
     "max_attempts": (1, 20),
     "max_tokens": (1, 1_000_000),
@@ -296,6 +298,11 @@ def _judge_options(raw: object, source: Path) -> dict[str, Any]:
             raise ConfigError(
                 f"{source}: judge option {key!r} must be between {bounds[0]} and "
                 f"{bounds[1]}, got {value!r}"
+            )
+        if key == "api_base" and not value.startswith(("http://", "https://")):
+            raise ConfigError(
+                f"{source}: judge option 'api_base' must be an http:// or https:// URL, "
+                f"got {value!r}"
             )
         options[str(key)] = value
     return options

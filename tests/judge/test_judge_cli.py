@@ -219,3 +219,19 @@ def test_a_model_that_ignores_the_format_is_exit_2_with_the_hint(project, fake_l
     result = _invoke(project, "score", "--quiet", "--suite", "one.yaml")
     assert result.exit_code == 2, result.output
     assert "ignores the answer format" in result.stderr and "constrain_answers" in result.stderr
+
+
+def test_judge_options_api_base_in_canon_yaml_aims_the_judge_at_that_endpoint(
+    project, fake_llm, monkeypatch
+):
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("OPENAI_API_BASE", raising=False)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+    (project / "canon.yaml").write_text(
+        MODEL_CONFIG + f"suite: one.yaml\njudge_options:\n  api_base: {fake_llm.base_url}\n"
+    )
+    fake_llm.script("contradict any part", "ANSWER: no")
+    fake_llm.script("", "ANSWER: yes")
+    result = _invoke(project, "score", "--quiet")
+    assert result.exit_code == 0, result.output
+    assert len(fake_llm.requests) == 10  # every question went to the configured endpoint
