@@ -24,6 +24,8 @@ single line on stderr and its ``exit_code``.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class CanonError(Exception):
     """Base class for every error Canon raises deliberately."""
@@ -77,6 +79,10 @@ class CacheError(CanonError):
 
 class JudgeError(CanonError):
     """The judge could not answer a question."""
+
+    # What the failed attempts spent (a canon.core.usage.Usage), set by a model judge so that
+    # a question that ended unscored still counts the calls it made.
+    usage: Any = None
 
 
 class JudgeScriptError(JudgeError):

@@ -11,6 +11,7 @@ variant of the prompt, sampled afresh, with its own cache key.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -27,6 +28,7 @@ from canon.core.settle import (
     upper_bound,
     violated,
 )
+from canon.core.usage import Usage, total
 from canon.errors import JudgeError, JudgeScriptError
 from canon.judge.base import JudgeRequest
 from canon.judge.concurrency import AdaptiveLimiter
@@ -151,6 +153,7 @@ class _ArtifactConfirmation:
         }
         self.evidence: dict[str, Evidence] = {}
         self.failed: dict[str, str] = {}
+        self.spent: list[Usage] = []  # what the re-asks cost, failed ones included
 
     async def run(self, record: ArtifactRecord | None) -> _Settled:
         """Test the gate and flips, then the threshold, and settle the verdict."""
@@ -160,6 +163,8 @@ class _ArtifactConfirmation:
             await self._test_threshold()
         pooled = self._pooled()
         settled = settle(self.result, pooled, self.evidence)
+        if self.spent:
+            settled = dataclasses.replace(settled, reask_usage=total(self.spent))
         reasks = sum(len(a) - 1 for q, a in self.answers.items() if q in self.evidence)
         disagreements = sum(self._disagreements(q) for q in self.evidence)
         key = self.result.key
@@ -213,10 +218,14 @@ class _ArtifactConfirmation:
         try:
             async with self.limiter:  # a tripped breaker raises here: the re-ask failed
                 answer = await self.plan.judge.answer(request)
+            if answer.usage is not None:
+                self.spent.append(answer.usage)
             score_cell(cell.question, answer)  # refuse a reply the cell could not hold
         except JudgeScriptError:
             raise  # a mis-scripted test must fail loudly
         except JudgeError as exc:
+            if exc.usage is not None:
+                self.spent.append(exc.usage)
             return str(exc)
         return answer
 
@@ -233,7 +242,9 @@ class _ArtifactConfirmation:
                 for label, mass in answer.items():
                     mixed[label] = mixed.get(label, 0.0) + mass / total / len(answers)
             try:
-                pooled.append(score_cell(cell.question, Answer(mixed, cell.rationale)))
+                # the first ask's usage stays with the cell; the re-asks' is the artifact's
+                pooled_answer = Answer(mixed, cell.rationale, usage=cell.usage)
+                pooled.append(score_cell(cell.question, pooled_answer))
             except JudgeError as exc:
                 pooled.append(unscored_cell(cell.question, str(exc)))
         return tuple(pooled)

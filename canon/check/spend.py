@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from canon.check.runner import ScoringPlan
 from canon.core.artifact import Artifact
 from canon.core.scoring import Answer, ArtifactResult
-from canon.core.usage import UNKNOWN, UsageSummary, format_cost, summarize
+from canon.core.usage import UNKNOWN, Usage, UsageSummary, format_cost, summarize
 from canon.errors import BudgetExceededError, ConfigError
 from canon.judge.base import Judge, JudgeRequest
 from canon.judge.cache import CachingJudge, answer_key
@@ -28,12 +28,16 @@ if TYPE_CHECKING:
 
 def run_usage(results: Sequence[ArtifactResult]) -> UsageSummary:
     """What a scored run spent, in total and per question kind."""
-    return summarize(
-        (cell.question.kind, cell.usage)
-        for result in results
-        for cell in result.cells
-        if cell.state != "unscored"
-    )
+    spent: list[tuple[str, Usage | None]] = []
+    for result in results:
+        for cell in result.cells:
+            # an unscored question made calls too (its usage) or none at all (None, which is
+            # no answer without a call either)
+            if cell.state != "unscored" or cell.usage is not None:
+                spent.append((cell.question.kind, cell.usage))
+        if result.reask_usage is not None:
+            spent.append(("confirmation", result.reask_usage))
+    return summarize(spent)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,9 +202,12 @@ def refuse_over_budget(estimate: Estimate, max_cost: float, source: object) -> N
 
 
 class BudgetJudge:
-    """A judge that refuses a call that could take the run's spending past ``max_cost``.
+    """A judge whose every request is refused when it could take the run past ``max_cost``.
 
-    Each call reserves its estimated cost before it starts (so concurrent calls cannot
+    The guard sits on the model judge's requests, not on its answers: a question that
+    retries unreadable replies, or tops up samples from an endpoint that ignores ``n``, pays
+    for each request, and a question that ends unscored still counts what it spent. Each
+    request reserves its estimated cost before it starts (so concurrent requests cannot
     together cross the line) and then books what it really cost.
     """
 
@@ -211,6 +218,7 @@ class BudgetJudge:
         self.spent = 0.0
         self.calls = 0
         self._reserved = 0.0
+        inner.spend_guard = self
 
     @property
     def name(self) -> str:
@@ -222,30 +230,33 @@ class BudgetJudge:
         return self.inner.cache_identity()
 
     async def answer(self, request: JudgeRequest) -> Answer:
-        """The inner judge's answer, unless asking could cross the budget."""
+        """The inner judge's answer; its requests are guarded one by one."""
+        return await self.inner.answer(request)
+
+    def reserve(self, model: str, messages: list[dict[str, str]], samples: int) -> float:
+        """Reserve one request's likely cost, or stop the run before it crosses the budget."""
         from canon.judge.litellm_module import load_litellm
 
         litellm = load_litellm()
-        judge = self.inner
-        prompt = count_prompt_tokens(litellm, judge.model, call_messages(request))
-        completion = judge.samples * completion_guess(judge)
-        guess = price_of(litellm, judge.model, prompt, completion)
+        prompt = count_prompt_tokens(litellm, model, messages)
+        guess = price_of(litellm, model, prompt, samples * completion_guess(self.inner))
         guess = math.inf if guess is None else guess
-        if self.calls:  # calls so far say what a call really costs here; trust the larger
+        if self.calls:  # requests so far say what one really costs here; trust the larger
             guess = max(guess, self.spent / self.calls)
         if self.spent + self._reserved + guess > self.max_cost:
             raise BudgetExceededError(
                 f"stopped before crossing max_cost {format_cost(self.max_cost)} in "
-                f"{self.source}: {self.calls} call(s) spent {format_cost(self.spent)} and the "
-                f"next would cost about {format_cost(guess)}; the answers paid for are in the "
-                "answer cache (a re-run reuses them); raise max_cost to finish the run"
+                f"{self.source}: {self.calls} request(s) spent {format_cost(self.spent)} and "
+                f"the next would cost about {format_cost(guess)}; the answers paid for are in "
+                "the answer cache (a re-run reuses them); raise max_cost to finish the run"
             )
         self._reserved += guess
-        try:
-            answer = await judge.answer(request)
-        finally:
-            self._reserved -= guess
+        return guess
+
+    def book(self, reserved: float, spent: Usage | None) -> None:
+        """Release a reservation and book the request's real cost (its guess if unpriced)."""
+        self._reserved -= reserved
+        if spent is None:
+            return  # no reply came (a timeout, a refused connection): nothing to pay
         self.calls += 1
-        cost = answer.usage.cost if answer.usage is not None else None
-        self.spent += guess if cost is None else cost
-        return answer
+        self.spent += reserved if spent.cost is None else spent.cost

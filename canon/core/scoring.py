@@ -70,6 +70,8 @@ class ArtifactResult:
     # Settled by confirmation (canon.core.settle): whether the score is below the threshold
     # beyond judge noise. None when nothing was settled and the plain score speaks.
     below_threshold: bool | None = None
+    # What confirmation re-asks about this artifact spent (None: none were asked of a model).
+    reask_usage: Usage | None = None
 
     @property
     def stopped_by(self) -> str | None:
@@ -181,9 +183,9 @@ def _check_mass(question: Question, label: object, mass: object) -> float:
     return float(mass)
 
 
-def unscored_cell(question: Question, reason: str) -> Cell:
+def unscored_cell(question: Question, reason: str, usage: Usage | None = None) -> Cell:
     """A cell for a question the judge could not answer; never a pass, never n/a."""
-    return Cell(question, "unscored", error=reason)
+    return Cell(question, "unscored", error=reason, usage=usage)
 
 
 def gate_tripped(cell: Cell) -> bool:

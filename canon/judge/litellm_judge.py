@@ -34,6 +34,7 @@ from typing import Any, Literal
 from canon.core.prompt import render_prompt
 from canon.core.rubric import Question
 from canon.core.scoring import Answer
+from canon.core.usage import Usage, total
 from canon.errors import (
     JudgeCredentialError,
     JudgeError,
@@ -42,7 +43,7 @@ from canon.errors import (
     UsageError,
 )
 from canon.judge.base import JudgeRequest
-from canon.judge.concurrency import current_limiter
+from canon.judge.concurrency import AdaptiveLimiter, current_limiter
 from canon.judge.failures import (
     Failure,
     classify_direct,
@@ -63,7 +64,13 @@ from canon.judge.replies import (
     tally,
 )
 from canon.judge.request_body import request_body
-from canon.judge.usage import attach_usage, note_raw_response, note_response, open_meter
+from canon.judge.usage import (
+    SpendGuard,
+    attach_usage,
+    note_raw_response,
+    note_response,
+    open_meter,
+)
 
 _FORMAT_HINT = (
     "set judge_options: constrain_answers: true (llama.cpp servers) or structured_output: "
@@ -146,6 +153,8 @@ class LiteLLMJudge:
         # A refused key stays refused for the run: later questions fail without a request.
         self._refusal: str | None = None
         self._readable = False  # some reply named a choice: the model follows the format
+        # Set by a budget (canon.check.spend.BudgetJudge): asked before every request.
+        self.spend_guard: SpendGuard | None = None
         self._unreadable = 0  # questions that used up their attempts on unreadable replies
 
     @property
@@ -219,6 +228,11 @@ class LiteLLMJudge:
                     limiter.succeeded(started, self.timeout)
                 if self._outage:  # the provider answers again: back to the full budget
                     self._outage, budget = False, self.max_attempts
+                if not completion.replies:
+                    failure = Failure("malformed", "the endpoint's reply held no choices")
+                    if attempt < budget:
+                        await self._back_off(attempt, None, limiter)
+                    continue
                 tallied = tally(
                     question,
                     completion.replies,
@@ -231,15 +245,27 @@ class LiteLLMJudge:
                     return attach_usage(tallied, meter)
                 failure = tallied
             if attempt < budget:
-                delay = self._delay(attempt, failure.retry_after)
-                if limiter is not None:
-                    await limiter.pause(delay)  # a slot is not held while backing off
-                else:
-                    await asyncio.sleep(delay)
+                await self._back_off(attempt, failure.retry_after, limiter)
+        error = self._gave_up(failure, budget)
+        if isinstance(error, JudgeError):
+            error.usage = total(meter)  # an unscored question still counts the calls it made
+        raise error
+
+    async def _back_off(
+        self, attempt: int, retry_after: float | None, limiter: AdaptiveLimiter | None
+    ) -> None:
+        delay = self._delay(attempt, retry_after)
+        if limiter is not None:
+            await limiter.pause(delay)  # a slot is not held while backing off
+        else:
+            await asyncio.sleep(delay)
+
+    def _gave_up(self, failure: Failure, budget: int) -> JudgeError | JudgeFormatError:
+        """The error for a question whose attempts are used up, by what went wrong."""
         attempts = f"after {budget} attempt(s)"
         if failure.kind == "transient":
             self._outage = True
-            raise JudgeUnavailableError(
+            return JudgeUnavailableError(
                 f"judge {self.model} is unavailable {attempts}: {failure.detail}; check the "
                 "network and the provider's status, then run again (CI may simply retry)"
             )
@@ -248,12 +274,11 @@ class LiteLLMJudge:
             # One unreadable question may be bad luck; several with no readable reply at all
             # mean the model does not follow the format, and every question would fail.
             if not self._readable and self._unreadable >= FORMAT_STRIKES:
-                raise JudgeFormatError(
+                return JudgeFormatError(
                     f"judge {self.model} answers but ignores the answer format ({attempts}: "
                     f"{failure.detail}); {_FORMAT_HINT}"
                 )
-            raise JudgeError(f"judge {self.model}, {attempts}: {failure.detail}")
-        raise JudgeError(f"judge {self.model}, {attempts}: {failure.detail}")
+        return JudgeError(f"judge {self.model}, {attempts}: {failure.detail}")
 
     def _prepare(self) -> None:
         """Once per judge: check the provider and the credential, and pick the transport."""
@@ -315,8 +340,14 @@ class LiteLLMJudge:
         )
         completion = await self._complete(body, self.samples)
         replies = list(completion.replies)
-        while len(replies) < self.samples:  # the provider ignored ``n``
-            replies.extend((await self._complete(body, 1)).replies)
+        # The provider ignored ``n``: ask for the rest one at a time, at most once each, and
+        # stop at the first request that brings nothing (an endpoint answering with no
+        # choices at all would otherwise be asked forever, outside every limit).
+        for _ in range(self.samples - len(replies) if replies else 0):
+            more = (await self._complete(body, 1)).replies
+            if not more:
+                break
+            replies.extend(more)
         return Completion(replies[: self.samples], completion.usage)
 
     async def _complete(self, fields: dict[str, Any], n: int) -> Completion:
@@ -334,16 +365,26 @@ class LiteLLMJudge:
         body = dict(fields)
         if n > 1:
             body["n"] = n
-        # A backstop in case a transport ignores its timeout (e.g. a stalled stream).
-        async with asyncio.timeout(self.timeout + 1.0):
-            if self._direct is not None:
-                body["model"] = self.model.split("/", 1)[1]
-                data = await self._direct.complete(body)
-                note_raw_response(self.model, data)  # priced without importing litellm
-                return completion_from_json(data)
-            return completion_from_litellm(await self._litellm_call(body))
+        guard = self.spend_guard
+        # Every request, retries and top-ups included, reserves its cost first: a budget
+        # can then be crossed by one call at most, never by a question's whole retry loop.
+        reserved = guard.reserve(self.model, body["messages"], n) if guard is not None else 0.0
+        spent: Usage | None = None
+        try:
+            # A backstop in case a transport ignores its timeout (e.g. a stalled stream).
+            async with asyncio.timeout(self.timeout + 1.0):
+                if self._direct is not None:
+                    body["model"] = self.model.split("/", 1)[1]
+                    data = await self._direct.complete(body)
+                    spent = note_raw_response(self.model, data)  # priced without litellm
+                    return completion_from_json(data)
+                response, spent = await self._litellm_call(body)
+                return completion_from_litellm(response)
+        finally:
+            if guard is not None:
+                guard.book(reserved, spent)
 
-    async def _litellm_call(self, body: dict[str, Any]) -> Any:
+    async def _litellm_call(self, body: dict[str, Any]) -> tuple[Any, Usage]:
         litellm = load_litellm()
         extra = {"grammar": body.pop("grammar")} if "grammar" in body else None
         options: dict[str, Any] = {
@@ -360,8 +401,7 @@ class LiteLLMJudge:
         if extra is not None:
             options["extra_body"] = extra
         response = await litellm.acompletion(**options)
-        note_response(litellm, self.model, response)
-        return response
+        return response, note_response(litellm, self.model, response)
 
     def _check_provider(self, litellm: Any) -> None:
         """Refuse a provider litellm does not know, as bad config rather than n failures."""

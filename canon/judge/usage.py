@@ -18,7 +18,7 @@ import json
 import warnings
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from canon.core.scoring import Answer
 from canon.core.usage import Usage, total
@@ -40,35 +40,48 @@ def open_meter() -> list[Usage]:
     return meter
 
 
-def note_response(litellm: Any, model: str, response: Any) -> None:
-    """Add one completion's usage to the current meter (if one is open)."""
+class SpendGuard(Protocol):
+    """A budget asked before every request a model judge sends, and told what it spent."""
+
+    def reserve(self, model: str, messages: list[dict[str, str]], samples: int) -> float:
+        """Reserve a request's likely cost, or raise BudgetExceededError to stop the run."""
+        ...
+
+    def book(self, reserved: float, spent: Usage | None) -> None:
+        """Release a reservation and book what the request cost (None: no reply came)."""
+        ...
+
+
+def note_response(litellm: Any, model: str, response: Any) -> Usage:
+    """One completion's usage, added to the current meter (if one is open)."""
+    usage = response_usage(litellm, model, response)
     meter = _meter.get()
     if meter is not None:
-        meter.append(response_usage(litellm, model, response))
+        meter.append(usage)
+    return usage
 
 
-def note_raw_response(model: str, body: Mapping[str, Any]) -> None:
+def note_raw_response(model: str, body: Mapping[str, Any]) -> Usage:
     """Add a raw OpenAI-style body's usage to the current meter, without importing litellm.
 
     The direct call path exists to avoid litellm's import and per-call cost, so it prices
     tokens from the price table litellm ships (the one it reads itself offline).
     """
-    meter = _meter.get()
-    if meter is None:
-        return
     usage = _get(body, "usage")
     prompt = _count(_get(usage, "prompt_tokens"))
     completion = _count(_get(usage, "completion_tokens"))
     cached = _count(_get(_get(usage, "prompt_tokens_details"), "cached_tokens"))
-    meter.append(
-        Usage(
-            calls=1,
-            prompt_tokens=prompt,
-            completion_tokens=completion,
-            cached_tokens=cached,
-            cost=table_price(model, prompt, completion, cached),
-        )
+    spent = Usage(
+        calls=1,
+        prompt_tokens=prompt,
+        completion_tokens=completion,
+        cached_tokens=cached,
+        cost=table_price(model, prompt, completion, cached),
     )
+    meter = _meter.get()
+    if meter is not None:
+        meter.append(spent)
+    return spent
 
 
 def table_price(model: str, prompt: int, completion: int, cached: int = 0) -> float | None:

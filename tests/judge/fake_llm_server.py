@@ -26,7 +26,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 # A fault is one of: "400", "401", "403", "404", "429", "500", "503", "hang", "drop",
-# "malformed", "empty".
+# "malformed", "empty", "nochoices" (HTTP 200 with an empty ``choices`` list).
 HANG_SECONDS = 5.0
 
 
@@ -50,6 +50,7 @@ class FakeLLM:
         self.requests: list[dict[str, Any]] = []
         self.honour_n = True  # False: always one choice, like providers without ``n``
         self.retry_after = "0"
+        self.prompt_tokens = 10  # the usage every 200 reply reports
         self._lock = threading.Lock()
         self.port = 0
         self.connections: list[socket.socket] = []  # closed at shutdown: no keep-alive afterlife
@@ -149,7 +150,7 @@ def _handler(state: FakeLLM) -> type[BaseHTTPRequestHandler]:
             fault, replies, top = state.decide(body)
             if fault is None:
                 with state.serving():
-                    self._send(200, _completion(body, replies, top))
+                    self._send(200, _completion(body, replies, top, state.prompt_tokens))
             elif fault in ("500", "503"):
                 self._send(int(fault), {"error": {"message": "server exploded", "type": "x"}})
             elif fault == "429":
@@ -174,7 +175,9 @@ def _handler(state: FakeLLM) -> type[BaseHTTPRequestHandler]:
             elif fault == "malformed":
                 self._send_raw(200, b'{"id": "x", "choices": [{"message": ')
             elif fault == "empty":
-                self._send(200, _completion(body, [""]))
+                self._send(200, _completion(body, [""], None, state.prompt_tokens))
+            elif fault == "nochoices":
+                self._send(200, _completion(body, [], None, state.prompt_tokens))
             elif fault == "schema":  # a server that refuses response_format, like some do
                 if "response_format" in body:
                     self._send(400, {"error": {"message": "response_format is not supported"}})
@@ -222,7 +225,10 @@ def _logprobs(text: str, top: dict[str, float] | None) -> dict[str, Any]:
 
 
 def _completion(
-    body: dict[str, Any], replies: list[str], top: dict[str, float] | None = None
+    body: dict[str, Any],
+    replies: list[str],
+    top: dict[str, float] | None = None,
+    prompt_tokens: int = 10,
 ) -> dict[str, Any]:
     return {
         "id": "chatcmpl-fake",
@@ -238,7 +244,11 @@ def _completion(
             }
             for i, text in enumerate(replies)
         ],
-        "usage": {"prompt_tokens": 10, "completion_tokens": 3, "total_tokens": 13},
+        "usage": {
+            "prompt_tokens": prompt_tokens,
+            "completion_tokens": 3,
+            "total_tokens": prompt_tokens + 3,
+        },
     }
 
 

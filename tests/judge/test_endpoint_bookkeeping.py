@@ -1,0 +1,129 @@
+"""What a real endpoint's odd replies cost: every request bounded, counted, and budgeted.
+
+Each test runs over real HTTP against the fake OpenAI-compatible server on 127.0.0.1, on both
+call paths (litellm and the direct one), and compares what Canon reports with what the server
+saw.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from canon.cli import main
+from canon.core.artifact import Artifact
+from canon.core.constitution import Constitution, Principle
+from canon.errors import JudgeError
+from canon.judge.base import JudgeRequest
+from canon.project.store import load_rubric
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+RUBRIC = load_rubric()
+CONSTITUTION = Constitution("Resolve billing questions.", (Principle("Be honest."),))
+# gpt-4o-mini in litellm's price table, USD per token
+INPUT, OUTPUT = 0.15e-6, 0.60e-6
+
+
+@pytest.fixture(params=["direct", "litellm"])
+def transport(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+def _request() -> JudgeRequest:
+    question = RUBRIC.questions_for(CONSTITUTION)[0]
+    return JudgeRequest(
+        question, Artifact("I refunded the charge."), CONSTITUTION, RUBRIC.instructions
+    )
+
+
+@pytest.mark.parametrize("samples", [1, 3])
+def test_an_endpoint_answering_no_choices_is_asked_a_bounded_number_of_times(
+    fake_llm, make_judge, samples
+):
+    fake_llm.script("", always="nochoices")
+    fake_llm.honour_n = False
+    judge = make_judge(samples=samples, max_attempts=3)
+    with pytest.raises(JudgeError, match="held no choices") as info:
+        asyncio.run(asyncio.wait_for(judge.answer(_request()), timeout=20))
+    # one request per attempt: a top-up that brings nothing is not repeated
+    assert len(fake_llm.requests) == 3
+    assert info.value.usage.calls == 3  # the unscored question still counts what it spent
+    assert info.value.usage.prompt_tokens == 3 * fake_llm.prompt_tokens
+
+
+def test_an_endpoint_that_ignores_n_is_topped_up_once_per_missing_sample(fake_llm, make_judge):
+    fake_llm.script("", "ANSWER: yes")
+    fake_llm.honour_n = False
+    answer = asyncio.run(make_judge(samples=3).answer(_request()))
+    assert len(fake_llm.requests) == 3
+    assert answer.usage is not None and answer.usage.calls == 3
+
+
+@pytest.fixture
+def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_llm: Any, transport: str) -> Path:
+    target = tmp_path / "project"
+    shutil.copytree(EXAMPLES, target)
+    (target / "canon.yaml").write_text(
+        "judge_model: openai:gpt-4o-mini\nconstitution_path: constitution.yaml\n"
+        "suite: suite.yaml\njudge_cache: false\n"
+        f"judge_options:\n  transport: {transport}\n  timeout: 5\n"
+    )
+    monkeypatch.chdir(target)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.base_url)
+    return target
+
+
+def _canon(*args: str) -> Result:
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
+def _unreadable_most_of_the_time(fake_llm: Any, *, contradict: bool = False) -> None:
+    # three of five replies name no choice; with ``contradict`` the gate question reads "yes",
+    # so confirmation re-asks it (and those requests must be counted too)
+    garbage = ("I would rather not say.", "Hmm.", "It depends.")
+    gate = "ANSWER: yes" if contradict else "ANSWER: no"
+    fake_llm.script("contradict any part", gate, *garbage, gate)
+    fake_llm.script("", "ANSWER: yes", *garbage, "ANSWER: yes")
+
+
+def _set(project: Path, extra: str) -> None:
+    config = project / "canon.yaml"
+    config.write_text(config.read_text() + extra)
+
+
+@pytest.mark.parametrize("samples", [1, 3])
+def test_reported_calls_and_tokens_equal_what_the_server_served(project, fake_llm, samples):
+    _unreadable_most_of_the_time(fake_llm, contradict=True)
+    fake_llm.honour_n = False  # every sample after the first is a top-up request
+    _set(project, f"  samples: {samples}\n")
+    result = _canon("score", "--quiet", "--format", "json")
+    assert result.exit_code in (1, 3), result.output
+    usage = json.loads(result.stdout)["usage"]
+    served = len(fake_llm.requests)
+    assert served > 30 * samples  # retries, top-ups and confirmation re-asks happened
+    assert usage["calls"] == served
+    assert usage["prompt_tokens"] == served * fake_llm.prompt_tokens
+    assert usage["completion_tokens"] == served * 3
+    assert usage["by_kind"]["confirmation"]["calls"] > 0
+
+
+def test_max_cost_is_never_exceeded_by_more_than_one_request(project, fake_llm):
+    # four of five replies name no choice: many questions end unscored after three paid
+    # attempts, and those requests count against the budget like any other
+    fake_llm.script("contradict any part", "ANSWER: no")
+    fake_llm.script("", "Hmm.", "It depends.", "Well.", "Perhaps.", "ANSWER: yes")
+    fake_llm.prompt_tokens = 2_000  # what each request really costs: 0.3 mills
+    per_request = 2_000 * INPUT + 3 * OUTPUT
+    budget = 0.006
+    _set(project, f"max_cost: {budget}\n")
+    result = _canon("score", "--quiet")
+    assert result.exit_code == 4, result.output
+    assert "stopped before crossing max_cost" in result.stderr
+    assert len(fake_llm.requests) * per_request <= budget + per_request
