@@ -7,8 +7,9 @@ single line on stderr and its ``exit_code``.
     ├── UsageError                  a command was called wrongly
     ├── ConfigError                 canon.yaml / pyproject [tool.canon] is unusable
     │   ├── RubricOverrideError     someone tried to supply their own rubric
-    │   ├── JudgeSetupError         the model judge cannot be set up (canon.judge.litellm_judge)
+    │   ├── JudgeSetupError         the model judge cannot be set up (canon.judge.litellm_module)
     │   ├── JudgeCredentialError    the judge's credential is missing or refused
+    │   ├── JudgeRejectedError      the provider refused a request as sent (HTTP 400, 422, ...)
     │   └── JudgeFormatError        the judge answers but never in the format Canon reads
     ├── ConstitutionError           constitution file or value is malformed
     ├── RubricError                 the packaged rubric data is malformed
@@ -47,6 +48,10 @@ class RubricOverrideError(ConfigError):
 
 class JudgeCredentialError(ConfigError):
     """The model judge's credential is missing or was refused: a setting, not an outage."""
+
+
+class JudgeRejectedError(ConfigError):
+    """The provider refused a request as sent (a 4xx client error): retrying cannot help."""
 
 
 class JudgeFormatError(ConfigError):

@@ -252,7 +252,7 @@ def test_a_report_path_that_cannot_be_written_exits_2_before_the_judge_is_asked(
     assert result.stdout == ""
     line = result.stderr.strip()
     assert line.startswith("canon: error: cannot write the report a-file/report.out")
-    assert "not a writable directory" in line
+    assert "a-file is not a directory" in line
 
 
 def test_a_report_path_that_is_a_directory_is_refused(project):

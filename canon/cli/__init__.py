@@ -19,6 +19,7 @@ from canon.cli.common import (
     report_canon_error,
     report_internal_error,
 )
+from canon.cli.output import protect_stdout
 from canon.errors import CanonError
 
 # name -> "module:attribute"; loaded only when the subcommand runs, so `canon --help`
@@ -62,6 +63,7 @@ class _LazyGroup(click.Group):
 
     def invoke(self, ctx: click.Context) -> Any:
         """Run the subcommand; whatever escapes it never exits 1 (see cli.common)."""
+        protect_stdout()  # `canon check | head` must not lose the reports or exit 5
         try:
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):

@@ -67,6 +67,7 @@ def accept(
     """
     check_report_paths(junit_path, html_path)
     config, suite, artifacts = load_run(config_path, suite_path)
+    check_report_paths(baseline_path(config, suite), what="the baseline")  # before any call
     plan = build_plan(config, use_cache=not no_cache)
     if estimate:
         show_estimate(config, plan, artifacts, batch=batch or config.batch)

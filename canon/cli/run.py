@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import os
+import tempfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
@@ -99,8 +100,8 @@ def report_options(command: F) -> F:
     return _junit_option(_html_option(command))
 
 
-def check_report_paths(*paths: Path | None) -> None:
-    """Refuse, before any judge call, a report path that could not be written later."""
+def check_report_paths(*paths: Path | None, what: str = "the report") -> None:
+    """Refuse, before any judge call, an output path that could not be written later."""
     for path in paths:
         if path is None:
             continue
@@ -114,11 +115,32 @@ def check_report_paths(*paths: Path | None) -> None:
         existing = path.parent
         while not existing.exists() and existing != existing.parent:
             existing = existing.parent
-        if not existing.is_dir() or not os.access(existing, os.W_OK | os.X_OK):
+        problem = _unwritable(existing, creates_folders=existing != path.parent)
+        if problem is not None:
             raise ReportPathError(
-                f"cannot write the report {path}: {existing} is not a writable directory; "
-                "pass a path in a directory you can write to"
+                f"cannot write {what} {path}: {existing} {problem}; pass a path in a "
+                "directory you can write to"
             )
+
+
+def _unwritable(folder: Path, *, creates_folders: bool) -> str | None:
+    """Why a file (or, with ``creates_folders``, a folder) cannot be made in ``folder``.
+
+    It tries: permission bits say nothing to root, and a folder such as /proc refuses new
+    entries whatever its bits say. The probe is removed at once.
+    """
+    if not folder.is_dir():
+        return "is not a directory"
+    try:
+        if creates_folders:
+            os.rmdir(tempfile.mkdtemp(prefix=".canon-probe-", dir=folder))
+        else:
+            handle, probe = tempfile.mkstemp(prefix=".canon-probe-", dir=folder)
+            os.close(handle)
+            os.unlink(probe)
+    except OSError as exc:
+        return f"is not writable ({exc.strerror or type(exc).__name__})"
+    return None
 
 
 def write_reports(

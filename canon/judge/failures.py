@@ -2,7 +2,7 @@
 
 A retry may fix a timeout, a refused connection, 429, 5xx or a malformed reply (a
 ``Failure``); a refused credential (``JudgeCredentialError``), an unknown model
-(``JudgeSetupError``) or a request the provider rejects (``JudgeError``) is raised at once.
+(``JudgeSetupError``) or a request the provider rejects (``JudgeRejectedError``) is raised at once.
 Anything else is a bug and surfaces with its traceback.
 """
 
@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from canon.errors import JudgeCredentialError, JudgeError
+from canon.errors import JudgeCredentialError, JudgeRejectedError
 from canon.judge.litellm_module import (
     JudgeSetupError,
     connection_error,
@@ -63,8 +63,9 @@ def classify_litellm(exc: Exception, model: str, api_key: str | None, timeout: f
         return Failure("transient", detail, _retry_after(exc), status in (429, 503))
     if isinstance(exc, litellm.APIConnectionError):
         return Failure("transient", detail, _retry_after(exc))
-    # 400/422 and the like: this request cannot succeed as sent; the question goes unscored.
-    raise JudgeError(f"judge {model} rejected the request ({detail})") from exc
+    # 400/422 and the like: this request cannot succeed as sent, and a retry (or CI's
+    # retry of exit 3) would only repeat it; the run stops with the provider's words.
+    raise rejected(model, detail) from exc
 
 
 def classify_direct(exc: Exception, model: str, api_key: str | None) -> Failure:
@@ -89,7 +90,7 @@ def classify_direct(exc: Exception, model: str, api_key: str | None) -> Failure:
         raise not_found(model, detail) from exc
     if exc.status in (408, 409, 429) or exc.status >= 500:
         return Failure("transient", detail, exc.retry_after, exc.status in (429, 503))
-    raise JudgeError(f"judge {model} rejected the request ({detail})") from exc
+    raise rejected(model, detail) from exc
 
 
 def refuses_schema(exc: Exception) -> bool:
@@ -98,6 +99,15 @@ def refuses_schema(exc: Exception) -> bool:
     text = str(exc).lower()
     return status in (400, 422) and any(
         word in text for word in ("response_format", "json_schema", "schema")
+    )
+
+
+def rejected(model: str, detail: str) -> JudgeRejectedError:
+    """The error for a request the provider refused as sent (a client error, exit 2)."""
+    return JudgeRejectedError(
+        f"judge {model} rejected the request ({detail}); a retry sends the same request, so "
+        "check judge_model, judge_options (max_tokens, structured_output, logprobs) and the "
+        "artifact's length against the provider's limits"
     )
 
 

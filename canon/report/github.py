@@ -1,7 +1,8 @@
 """GitHub Actions output: workflow-command annotations and a step-summary table.
 
 Each regression and each non-canon artifact becomes an ``::error`` annotation, which GitHub
-lists on the run's summary page and on the pull request; the judge's reason goes with it.
+lists on the run's summary page and on the pull request; the judge's reason goes with it. A
+known failure (non-canon in the baseline too) is a ``::warning`` unless ``--strict``.
 """
 
 from __future__ import annotations
@@ -48,12 +49,19 @@ def github_annotations(
     """Annotation lines for a scored run (``canon score``) or a check (``canon check``)."""
     lines: list[str] = []
     by_key = {r.key: r for r in results}
+    known = (
+        frozenset(n.key for n in comparison.known)
+        if comparison is not None and not comparison.strict
+        else frozenset()
+    )
     for result in results:
         if fails_on_evidence(result):
+            tolerated = result.key in known  # a known failure warns; --strict makes it an error
             lines.append(
                 annotation(
-                    "error",
-                    f"{TITLE} non-canon artifact {result.key}",
+                    "warning" if tolerated else "error",
+                    f"{TITLE} {'known failure' if tolerated else 'non-canon artifact'} "
+                    f"{result.key}",
                     _non_canon_message(result),
                     file=suite_file,
                 )

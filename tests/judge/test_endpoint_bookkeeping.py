@@ -127,3 +127,36 @@ def test_max_cost_is_never_exceeded_by_more_than_one_request(project, fake_llm):
     assert result.exit_code == 4, result.output
     assert "stopped before crossing max_cost" in result.stderr
     assert len(fake_llm.requests) * per_request <= budget + per_request
+
+
+def test_a_client_error_stops_the_run_with_exit_2_and_the_providers_words(project, fake_llm):
+    fake_llm.script("", always="400")
+    result = _canon("score", "--quiet")
+    assert result.exit_code == 2, result.output  # 3 would make CI retry what cannot work
+    assert "rejected the request (HTTP 400: refused with 400)" in result.stderr
+    assert len(fake_llm.requests) <= 2  # no retries; at most what was already in flight
+
+
+@pytest.mark.parametrize(
+    ("args", "what"),
+    [
+        (("score", "--junit-xml", "/proc/canon-x/r.xml"), "the report /proc/canon-x/r.xml"),
+        (("check", "--html", "/proc/canon-x/r.html"), "the report /proc/canon-x/r.html"),
+        (("score", "--junit-xml", "/proc/r.xml"), "the report /proc/r.xml"),
+    ],
+)
+def test_an_output_path_that_cannot_be_written_stops_before_any_call(project, fake_llm, args, what):
+    fake_llm.script("", "ANSWER: yes")
+    result = _canon(*args)
+    assert result.exit_code == 2, result.output
+    assert f"cannot write {what}" in result.stderr
+    assert fake_llm.requests == []
+
+
+def test_accept_checks_its_baseline_path_before_any_call(project, fake_llm):
+    fake_llm.script("", "ANSWER: yes")
+    _set(project, "baselines_dir: /proc/canon-baselines\n")
+    result = _canon("accept", "--quiet")
+    assert result.exit_code == 2, result.output
+    assert "cannot write the baseline /proc/canon-baselines/suite.json" in result.stderr
+    assert fake_llm.requests == []

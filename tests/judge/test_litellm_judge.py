@@ -13,6 +13,7 @@ from canon.errors import (
     JudgeCredentialError,
     JudgeError,
     JudgeFormatError,
+    JudgeRejectedError,
     JudgeUnavailableError,
     UsageError,
 )
@@ -241,14 +242,16 @@ def test_an_unknown_model_is_a_setting_error_without_retries(fake_llm, make_judg
     assert len(fake_llm.requests) == 1
 
 
-def test_a_rejected_request_is_a_judge_error_for_that_question_only(
-    fake_llm, make_judge, ask, questions
+@pytest.mark.parametrize("status", ["400", "404"])
+def test_a_rejected_request_is_a_setting_error_without_retries(
+    fake_llm, make_judge, ask, questions, status
 ):
-    fake_llm.script(MISSION_Q, always="400")
-    with pytest.raises(JudgeError) as info:
+    fake_llm.script(MISSION_Q, always=status)
+    expected = JudgeRejectedError if status == "400" else JudgeSetupError
+    with pytest.raises(expected) as info:
         _answer(make_judge(), ask(questions["mission"]))
-    assert not isinstance(info.value, JudgeUnavailableError)
-    assert "rejected the request (HTTP 400" in str(info.value)
+    assert info.value.exit_code == 2  # not 3: CI must not retry a request that cannot work
+    assert f"HTTP {status}" in str(info.value)
     assert len(fake_llm.requests) == 1
 
 
