@@ -1,0 +1,207 @@
+"""Results as OpenTelemetry ``gen_ai.evaluation.result`` events: plain values, no SDK.
+
+One event per artifact verdict (``canon.verdict``), one per question answer
+(``canon.<question id>``) and one per deterministic gate that ran (``canon.gate.<gate>``).
+Attribute names follow the GenAI semantic conventions where one exists
+(``gen_ai.evaluation.*``, ``error.type``, ``gen_ai.response.id``); what only Canon knows
+(judge, rubric, question fingerprint, artifact id) lives under ``canon.*``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from canon.core.rubric import Question
+from canon.core.scoring import ArtifactResult, Cell
+from canon.gates.contracts.execution import Execution, Step
+from canon.gates.contracts.otel.tree import root_position
+from canon.gates.outcome import GateOutcome
+from canon.check.runner import ScoringPlan
+
+EVENT_NAME = "gen_ai.evaluation.result"
+VERDICT_EVALUATION = "canon.verdict"
+# What error.type says when the judge failed without naming a class of failure.
+UNKNOWN_ERROR_TYPE = "_OTHER"
+
+AttributeValue = str | bool | int | float
+Attributes = dict[str, AttributeValue]
+
+_TRACE_ID = re.compile(r"^[0-9a-f]{32}$")
+_SPAN_ID = re.compile(r"^[0-9a-f]{16}$")
+
+
+@dataclass(frozen=True, slots=True)
+class TraceLink:
+    """The span an artifact's evaluation belongs to: W3C ids in lowercase hex."""
+
+    trace_id: str
+    span_id: str
+    response_id: str | None = None  # gen_ai.response.id of the answer, when the trace has one
+
+
+@dataclass(frozen=True, slots=True)
+class EvaluationEvent:
+    """One log record to send: its event name, attributes and (optional) parent span."""
+
+    attributes: Mapping[str, AttributeValue]
+    trace_id: str | None = None
+    span_id: str | None = None
+    name: str = EVENT_NAME
+
+
+def evaluation_events(
+    results: Sequence[ArtifactResult],
+    plan: ScoringPlan,
+    *,
+    links: Mapping[str, TraceLink] | None = None,
+    suite: str | None = None,
+) -> tuple[EvaluationEvent, ...]:
+    """Every event a run's results make, artifact by artifact in result order; ``links``
+    maps artifact keys to the span each artifact came from."""
+    links = links or {}
+    run = _run_attributes(plan, suite)
+    events: list[EvaluationEvent] = []
+    for result in results:
+        link = links.get(result.key)
+        common = dict(run)
+        common["canon.artifact.id"] = result.key
+        if link is not None and link.response_id:
+            common["gen_ai.response.id"] = link.response_id
+        parent = (link.trace_id, link.span_id) if link is not None else (None, None)
+        events.append(EvaluationEvent(_verdict(result, common), *parent))
+        for outcome in result.gates:
+            if outcome.status != "skip":
+                events.append(EvaluationEvent(_gate(outcome, common), *parent))
+        for cell in result.cells:
+            events.append(EvaluationEvent(_question(cell, common), *parent))
+    return tuple(events)
+
+
+def _run_attributes(plan: ScoringPlan, suite: str | None) -> Attributes:
+    attributes: Attributes = {
+        "canon.judge.model": plan.judge.name,
+        "canon.rubric.id": plan.rubric.id,
+        "canon.rubric.version": plan.rubric.version,
+        "canon.rubric.fingerprint": plan.rubric.fingerprint,
+        "canon.constitution.digest": plan.constitution.digest,
+    }
+    if suite is not None:
+        attributes["canon.suite"] = suite
+    return attributes
+
+
+def _verdict(result: ArtifactResult, common: Attributes) -> Attributes:
+    attributes: Attributes = {"gen_ai.evaluation.name": VERDICT_EVALUATION, **common}
+    if result.score is not None:
+        attributes["gen_ai.evaluation.score.value"] = result.score
+    attributes["gen_ai.evaluation.score.label"] = "canon" if result.canon else "non_canon"
+    attributes["gen_ai.evaluation.explanation"] = _verdict_explanation(result)
+    attributes["canon.threshold"] = result.threshold
+    attributes["canon.gated"] = result.gated
+    if result.stopped_by is not None:
+        attributes["canon.stopped_by"] = result.stopped_by
+    if result.unscored:
+        # the verdict is incomplete for want of answers: the class of the first failure
+        attributes["error.type"] = result.unscored[0].error_type or UNKNOWN_ERROR_TYPE
+    return attributes
+
+
+def _verdict_explanation(result: ArtifactResult) -> str:
+    if result.reasons:
+        return "; ".join(result.reasons)
+    if result.score is None:
+        return "canon: no question was asked"
+    return f"canon: score {result.score:.3f} meets the threshold {result.threshold:g}"
+
+
+def _gate(outcome: GateOutcome, common: Attributes) -> Attributes:
+    attributes: Attributes = {
+        "gen_ai.evaluation.name": f"canon.gate.{outcome.gate}",
+        **common,
+        "gen_ai.evaluation.score.label": outcome.status,
+    }
+    if outcome.reasons:
+        attributes["gen_ai.evaluation.explanation"] = "; ".join(outcome.reasons)
+    return attributes
+
+
+def _question(cell: Cell, common: Attributes) -> Attributes:
+    question = cell.question
+    attributes: Attributes = {
+        "gen_ai.evaluation.name": f"canon.{question.id}",
+        **common,
+        "canon.question.id": question.id,
+        "canon.question.kind": question.kind,
+        "canon.question.fingerprint": question_fingerprint(question),
+    }
+    if question.principle is not None:
+        attributes["canon.question.principle"] = question.principle
+    if question.subject is not None:
+        attributes["canon.question.subject"] = question.subject
+    if cell.state == "unscored":
+        attributes["error.type"] = cell.error_type or UNKNOWN_ERROR_TYPE
+        if cell.error:
+            attributes["error.message"] = cell.error
+        return attributes
+    if cell.score is not None:
+        attributes["gen_ai.evaluation.score.value"] = cell.score
+    label = modal_label(cell)
+    if label is not None:
+        attributes["gen_ai.evaluation.score.label"] = label
+    if cell.confidence is not None:
+        attributes["canon.question.confidence"] = cell.confidence
+    if cell.rationale:
+        attributes["gen_ai.evaluation.explanation"] = cell.rationale
+    return attributes
+
+
+def modal_label(cell: Cell) -> str | None:
+    """The choice the judge gave most mass to (the first of equals), or None."""
+    best: tuple[str, float] | None = None
+    for label, mass in cell.distribution:
+        if best is None or mass > best[1]:
+            best = (label, mass)
+    return None if best is None else best[0]
+
+
+def question_fingerprint(question: Question) -> str:
+    """A digest of what a question asks and the choices it offers (16 hex digits)."""
+    material = {
+        "id": question.id,
+        "kind": question.kind,
+        "text": question.text,
+        "choices": [[c.label, c.score] for c in question.choices],
+    }
+    canonical = json.dumps(material, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()[:16]
+
+
+def trace_link(execution: Execution) -> TraceLink | None:
+    """The root span of a normalized trace as a parent for evaluation events; None when
+    the trace carries no W3C trace and span ids (a Jaeger export without them, say)."""
+    steps = execution.steps
+    if not steps:
+        return None
+    span_ids = [step.span_id for step in steps]
+    root = steps[root_position(span_ids, [step.parent_id for step in steps])]
+    trace_id = execution.execution_id.lower()
+    span_id = root.span_id.lower()
+    if not _TRACE_ID.match(trace_id) or not _SPAN_ID.match(span_id):
+        return None
+    if trace_id == "0" * 32 or span_id == "0" * 16:
+        return None  # all-zero ids are invalid in W3C trace context
+    return TraceLink(trace_id, span_id, _response_id(steps))
+
+
+def _response_id(steps: Sequence[Step]) -> str | None:
+    """The last ``gen_ai.response.id`` a span of the trace recorded (the final answer's)."""
+    found: str | None = None
+    for step in steps:
+        value = step.attributes.get("gen_ai.response.id")
+        if isinstance(value, str) and value.strip():
+            found = value
+    return found
