@@ -90,7 +90,9 @@ def accept(
     )
     unanswered = [(r.key, c) for r in results for c in r.unscored]
     code = 3 if unanswered else 0
-    send_telemetry(otel, results, plan, artifacts=artifacts, suite=suite, exit_code=code)
+    send_telemetry(
+        otel, results, plan, artifacts=artifacts, suite=suite, exit_code=code, quiet=quiet
+    )
     if unanswered:
         key, cell = unanswered[0]
         raise JudgeUnavailableError(
@@ -232,7 +234,9 @@ def check(
         artifacts=artifacts,
     )
     code = exit_code_for(comparison)
-    send_telemetry(otel, results, plan, artifacts=artifacts, suite=suite, exit_code=code)
+    send_telemetry(
+        otel, results, plan, artifacts=artifacts, suite=suite, exit_code=code, quiet=quiet
+    )
     sys.exit(code)
 
 

@@ -89,7 +89,9 @@ def score(
         artifacts=artifacts,
     )
     code = exit_code(results)
-    send_telemetry(otel, results, plan, artifacts=artifacts, suite=suite, exit_code=code)
+    send_telemetry(
+        otel, results, plan, artifacts=artifacts, suite=suite, exit_code=code, quiet=quiet
+    )
     if code == 3:
         unscored = [c for r in results for c in r.unscored]
         click.echo(

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -28,6 +29,7 @@ _DEFAULT_ENDPOINT = "http://localhost:4318"
 _LOGS_PATH = "/v1/logs"
 # More than the SDK's default queue (2,048) is dropped silently; a run may make more events.
 _BATCH_SIZE = 512
+_OS_REASON = re.compile(r"\[Errno -?\d+\] [^\"')(]+")
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,8 +172,20 @@ def send_events(
     sent = min(exporter.sent, len(events))
     problem = None
     if sent < len(events):
-        problem = exporter.problem or (messages[0] if messages else "the exporter gave no reason")
+        problem = exporter.problem or _described(messages)
     return ExportSummary(endpoint, len(events), sent, problem)
+
+
+def _described(messages: Sequence[tuple[int, str]]) -> str:
+    """The exporter's last error, with the operating system's reason when it gave one
+    (its retry notes say "Connection refused"; its final error does not)."""
+    errors = [text for level, text in messages if level >= logging.ERROR]
+    text = errors[-1] if errors else "the exporter gave no reason"
+    for _, note in messages:
+        cause = _OS_REASON.search(note)
+        if cause:
+            return f"{text} ({cause.group(0)})"
+    return text
 
 
 def _resource() -> Any:
@@ -241,15 +255,15 @@ class _Counting:
 
 
 @contextmanager
-def _exporter_messages() -> Iterator[list[str]]:
+def _exporter_messages() -> Iterator[list[tuple[int, str]]]:
     """Collect what the SDK logs while sending, instead of letting it print tracebacks and
     retry notes on stderr: the caller prints one line of its own."""
-    messages: list[str] = []
+    messages: list[tuple[int, str]] = []
 
     class _Collect(logging.Handler):
         def emit(self, record: logging.LogRecord) -> None:
-            if record.levelno >= logging.ERROR:
-                messages.append(" ".join(record.getMessage().split()))
+            if record.levelno >= logging.WARNING:
+                messages.append((record.levelno, " ".join(record.getMessage().split())))
 
     target = logging.getLogger("opentelemetry")
     handler = _Collect()

@@ -40,7 +40,9 @@ class Received:
 
     def named(self, evaluation: str) -> list[dict[str, Any]]:
         """The records whose gen_ai.evaluation.name is ``evaluation``."""
-        return [r for r in self.records if r["attributes"].get("gen_ai.evaluation.name") == evaluation]
+        return [
+            r for r in self.records if r["attributes"].get("gen_ai.evaluation.name") == evaluation
+        ]
 
 
 def _value(value: AnyValue) -> Any:

@@ -18,7 +18,9 @@ from canon.report.otel_events import (
     trace_link,
 )
 
-EXAMPLE_TRACE = Path(__file__).resolve().parents[2] / "examples" / "traces" / "duplicate-charge.json"
+EXAMPLE_TRACE = (
+    Path(__file__).resolve().parents[2] / "examples" / "traces" / "duplicate-charge.json"
+)
 
 
 def _by_artifact(events, key):
@@ -26,7 +28,9 @@ def _by_artifact(events, key):
 
 
 def _named(events, key, name):
-    (event,) = [e for e in _by_artifact(events, key) if e.attributes["gen_ai.evaluation.name"] == name]
+    (event,) = [
+        e for e in _by_artifact(events, key) if e.attributes["gen_ai.evaluation.name"] == name
+    ]
     return event
 
 
@@ -164,7 +168,8 @@ def test_the_question_fingerprint_follows_what_is_asked(plan):
     reworded: Question = dataclasses.replace(question, text=question.text + " Really?")
     assert question_fingerprint(reworded) != question_fingerprint(question)
     rescored = dataclasses.replace(
-        question, choices=(dataclasses.replace(question.choices[0], score=0.5), *question.choices[1:])
+        question,
+        choices=(dataclasses.replace(question.choices[0], score=0.5), *question.choices[1:]),
     )
     assert question_fingerprint(rescored) != question_fingerprint(question)
 
