@@ -134,7 +134,7 @@ def accept(
         )
 
 
-@click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("baselines", "cli", "ci"))
+@click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("baselines", "cli", "ci", "otel"))
 @config_option
 @suite_option
 @selection_options

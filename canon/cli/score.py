@@ -32,7 +32,7 @@ from canon.report.json_report import results_document
 from canon.report.text import render_results
 
 
-@click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("cli", "configuration"))
+@click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("cli", "configuration", "otel"))
 @config_option
 @suite_option
 @selection_options
