@@ -154,7 +154,7 @@ def send_events(
 
     with _exporter_messages() as messages:
         exporter = _Counting(OTLPLogExporter())
-        provider = LoggerProvider(resource=_resource())
+        provider = LoggerProvider(resource=_resource(), shutdown_on_exit=False)  # shut below
         provider.add_log_record_processor(
             BatchLogRecordProcessor(
                 cast(Any, exporter),  # duck-typed: subclassing would import the SDK at import
