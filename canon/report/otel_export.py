@@ -130,16 +130,11 @@ def _execution(trace: object) -> Execution:
     return normalize_trace(trace)
 
 
-def send_events(
-    events: Sequence[EvaluationEvent],
-    *,
-    version: str,
-    environ: Mapping[str, str] | None = None,
-) -> ExportSummary:
+def send_events(events: Sequence[EvaluationEvent], *, version: str) -> ExportSummary:
     """Send every event through the SDK's batch processor and OTLP/HTTP exporter, then flush
     and shut down; failures are counted and described, never raised (a setting that became
-    unusable since ``check_telemetry`` is a failure too)."""
-    env = os.environ if environ is None else environ
+    unusable since ``check_telemetry`` is a failure too). The SDK reads ``os.environ``."""
+    env = os.environ
     try:
         endpoint = check_telemetry(env)
     except TelemetrySetupError as exc:

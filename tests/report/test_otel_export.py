@@ -200,3 +200,23 @@ def test_trace_links_read_suite_trace_files_and_name_the_unreadable(tmp_path):
     assert len(notes) == 2
     assert notes[0].startswith("broken: its trace cannot be read (") and str(broken) in notes[0]
     assert notes[1] == "no-ids: its trace has no W3C trace and span ids"
+
+
+def test_the_sdk_is_imported_in_one_module_only_and_not_by_the_commands():
+    package = Path(__file__).resolve().parents[2] / "canon"
+    importers = sorted(
+        str(path.relative_to(package))
+        for path in package.rglob("*.py")
+        if "from opentelemetry" in path.read_text() or "import opentelemetry" in path.read_text()
+    )
+    assert importers == ["report/otel_export.py"]
+    import subprocess
+
+    code = (
+        "import sys, canon.cli.score, canon.cli.baseline, canon.report.otel_export\n"
+        "print(any(m.startswith('opentelemetry') for m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert out.stdout.strip() == "False"
