@@ -235,7 +235,14 @@ def check(
     )
     code = exit_code_for(comparison)
     send_telemetry(
-        otel, results, plan, artifacts=artifacts, suite=suite, exit_code=code, quiet=quiet
+        otel,
+        results,
+        plan,
+        artifacts=artifacts,
+        suite=suite,
+        exit_code=code,
+        quiet=quiet,
+        comparison=comparison,
     )
     sys.exit(code)
 

@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 import click
 
 from canon.core.artifact import Artifact
+from canon.core.compare import Comparison
 from canon.core.scoring import ArtifactResult
 from canon.errors import TelemetryExportError
 from canon.check.runner import ScoringPlan
@@ -74,6 +75,7 @@ def send_telemetry(
     suite: Path,
     exit_code: int,
     quiet: bool = False,
+    comparison: Comparison | None = None,
 ) -> None:
     """Send the run's events when asked. A failed send is one warning on stderr and leaves
     the verdict alone; with --otel-strict it raises (exit 3) only if the run would exit 0."""
@@ -86,7 +88,7 @@ def send_telemetry(
     links, notes = trace_links(artifacts)
     for note in notes:
         click.echo(f"canon: otel: note: {printable(note)}; its events are not parented", err=True)
-    events = evaluation_events(results, plan, links=links, suite=suite.stem)
+    events = evaluation_events(results, plan, links=links, suite=suite.stem, comparison=comparison)
     summary = send_events(events, version=_version())
     if summary.disabled:
         click.echo("canon: otel: OTEL_SDK_DISABLED is true; no events were sent", err=True)

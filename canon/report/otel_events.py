@@ -1,7 +1,8 @@
 """Results as OpenTelemetry ``gen_ai.evaluation.result`` events: plain values, no SDK.
 
 One event per artifact verdict (``canon.verdict``), one per question answer
-(``canon.<question id>``) and one per deterministic gate that ran (``canon.gate.<gate>``).
+(``canon.<question id>``), one per deterministic gate that ran (``canon.gate.<gate>``) and,
+for a check, one for the run's comparison with its baseline (``canon.check``).
 Attribute names follow the GenAI semantic conventions where one exists
 (``gen_ai.evaluation.*``, ``error.type``, ``gen_ai.response.id``); what only Canon knows
 (judge, rubric, question fingerprint, artifact id) lives under ``canon.*``.
@@ -15,6 +16,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from canon.core.compare import Comparison
 from canon.core.rubric import Question
 from canon.core.scoring import ArtifactResult, Cell
 from canon.gates.contracts.execution import Execution, Step
@@ -24,6 +26,7 @@ from canon.check.runner import ScoringPlan
 
 EVENT_NAME = "gen_ai.evaluation.result"
 VERDICT_EVALUATION = "canon.verdict"
+CHECK_EVALUATION = "canon.check"
 # What error.type says when the judge failed without naming a class of failure.
 UNKNOWN_ERROR_TYPE = "_OTHER"
 
@@ -59,11 +62,15 @@ def evaluation_events(
     *,
     links: Mapping[str, TraceLink] | None = None,
     suite: str | None = None,
+    comparison: Comparison | None = None,
 ) -> tuple[EvaluationEvent, ...]:
     """Every event a run's results make, artifact by artifact in result order; ``links``
-    maps artifact keys to the span each artifact came from."""
+    maps artifact keys to the span each artifact came from. With the ``comparison`` of a
+    check, flipped questions and known failures say so, and a ``canon.check`` event ends it."""
     links = links or {}
     run = _run_attributes(plan, suite)
+    flips = {(f.key, f.question): f for f in comparison.flips} if comparison else {}
+    known = {n.key for n in comparison.known} if comparison else set()
     events: list[EvaluationEvent] = []
     for result in results:
         link = links.get(result.key)
@@ -72,13 +79,48 @@ def evaluation_events(
         if link is not None and link.response_id:
             common["gen_ai.response.id"] = link.response_id
         parent = (link.trace_id, link.span_id) if link is not None else (None, None)
-        events.append(EvaluationEvent(_verdict(result, common), *parent))
+        verdict = _verdict(result, common)
+        if comparison is not None and not result.canon:
+            verdict["canon.check.known_failure"] = result.key in known
+        events.append(EvaluationEvent(verdict, *parent))
         for outcome in result.gates:
             if outcome.status != "skip":
                 events.append(EvaluationEvent(_gate(outcome, common), *parent))
         for cell in result.cells:
-            events.append(EvaluationEvent(_question(cell, common), *parent))
+            attributes = _question(cell, common)
+            flip = flips.get((result.key, cell.id))
+            if flip is not None:
+                attributes["canon.check.flip"] = flip.status
+                attributes["canon.check.baseline_score"] = flip.baseline_score
+            events.append(EvaluationEvent(attributes, *parent))
+    if comparison is not None:
+        events.append(EvaluationEvent(_check(comparison, run)))
     return tuple(events)
+
+
+def _check(comparison: Comparison, run: Attributes) -> Attributes:
+    """The run against its baseline: not about one span, so never parented."""
+    attributes: Attributes = {
+        "gen_ai.evaluation.name": CHECK_EVALUATION,
+        **run,
+        "gen_ai.evaluation.score.label": comparison.status,
+        "canon.check.artifacts": comparison.checked,
+        "canon.check.regressions": len(comparison.regressions),
+        "canon.check.failures": len(comparison.failures),
+        "canon.check.new": len(comparison.new),
+        "canon.check.missing": len(comparison.missing),
+        "canon.check.drift_regressed": comparison.drift.regressed,
+    }
+    if comparison.drift.drop is not None:
+        attributes["canon.check.mean_drop"] = comparison.drift.drop
+    parts = [
+        f"{len(comparison.regressions)} regression(s)",
+        f"{len(comparison.failures)} non-canon failure(s)",
+    ]
+    if comparison.drift.regressed:
+        parts.append("the mean score dropped beyond noise")
+    attributes["gen_ai.evaluation.explanation"] = f"{comparison.status}: " + ", ".join(parts)
+    return attributes
 
 
 def _run_attributes(plan: ScoringPlan, suite: str | None) -> Attributes:

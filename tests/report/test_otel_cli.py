@@ -130,7 +130,11 @@ def test_canon_check_otel_sends_the_checked_run(project, receiver):
     )
     assert completed.returncode == 0, completed.stdout + completed.stderr
     assert len(receiver.named("canon.verdict")) == 3
-    assert len(receiver.records) == 3 + 3 * 10 + 3  # verdicts, answers, gates that ran
+    # verdicts, answers, the gates that ran, and the comparison with the baseline
+    assert len(receiver.records) == 3 + 3 * 10 + 3 + 1
+    (check,) = receiver.named("canon.check")
+    assert check["attributes"]["gen_ai.evaluation.score.label"] == "conforms"
+    assert check["attributes"]["canon.check.regressions"] == 0
     assert completed.stderr == ""  # --quiet: no success note; nothing went wrong
 
 

@@ -24,7 +24,7 @@ EXAMPLE_TRACE = (
 
 
 def _by_artifact(events, key):
-    return [e for e in events if e.attributes["canon.artifact.id"] == key]
+    return [e for e in events if e.attributes.get("canon.artifact.id") == key]
 
 
 def _named(events, key, name):
@@ -179,3 +179,30 @@ def test_the_modal_label_is_the_heaviest_choice_and_the_first_of_equals(mixed):
     assert modal_label(cell._replace(distribution=(("yes", 0.3), ("no", 0.7)))) == "no"
     assert modal_label(cell._replace(distribution=(("yes", 0.5), ("no", 0.5)))) == "yes"
     assert modal_label(cell._replace(distribution=())) is None
+
+
+def test_a_check_marks_its_flips_and_known_failures_and_ends_with_a_check_event(regressed):
+    plan, results, comparison = regressed
+    events = evaluation_events(results, plan, comparison=comparison)
+    confirmed = _named(events, "fine", "canon.P2").attributes
+    assert confirmed["canon.check.flip"] == "confirmed"
+    assert confirmed["canon.check.baseline_score"] == 1.0
+    assert _named(events, "also-fine", "canon.P2").attributes["canon.check.flip"] == "unavailable"
+    assert "canon.check.flip" not in _named(events, "fine", "canon.P1").attributes
+    weak = _named(events, "weak", "canon.verdict").attributes
+    assert weak["canon.check.known_failure"] is True
+    assert "canon.check.known_failure" not in _named(events, "fine", "canon.verdict").attributes
+    last = events[-1]
+    assert last.trace_id is None and last.span_id is None
+    check = last.attributes
+    assert check["gen_ai.evaluation.name"] == "canon.check"
+    assert check["gen_ai.evaluation.score.label"] == comparison.status == "regressed"
+    assert check["canon.check.regressions"] == len(comparison.regressions) >= 1
+    assert check["canon.check.missing"] == 1  # the recorded 'gone'
+    assert check["gen_ai.evaluation.explanation"].startswith("regressed: ")
+    assert "canon.artifact.id" not in check
+
+
+def test_without_a_comparison_there_is_no_check_event(mixed, plan):
+    names = {e.attributes["gen_ai.evaluation.name"] for e in evaluation_events(mixed, plan)}
+    assert "canon.check" not in names
