@@ -11,11 +11,11 @@ from typing import Any, TypeVar
 
 import click
 
+from canon.check.runner import ScoringPlan
 from canon.core.artifact import Artifact
 from canon.core.compare import Comparison
 from canon.core.scoring import ArtifactResult
 from canon.errors import TelemetryExportError
-from canon.check.runner import ScoringPlan
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -58,7 +58,7 @@ def otel_options(command: F) -> F:
     def wrapper(*args: Any, otel_flag: bool, otel_strict: bool, **kwargs: Any) -> Any:
         request = None
         if otel_flag or otel_strict:
-            from canon.report.otel_export import check_telemetry
+            from canon.cli.otel_export import check_telemetry
 
             request = OtelRequest(check_telemetry(), strict=otel_strict)
         return command(*args, otel=request, **kwargs)
@@ -81,8 +81,8 @@ def send_telemetry(
     the verdict alone; with --otel-strict it raises (exit 3) only if the run would exit 0."""
     if request is None:
         return
+    from canon.cli.otel_export import send_events, trace_links
     from canon.report.otel_events import evaluation_events
-    from canon.report.otel_export import send_events, trace_links
     from canon.report.text import printable
 
     links, notes = trace_links(artifacts)

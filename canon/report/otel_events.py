@@ -16,13 +16,13 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from canon.check.runner import ScoringPlan
 from canon.core.compare import Comparison
+from canon.core.gate_outcome import GateOutcome
 from canon.core.rubric import Question
 from canon.core.scoring import ArtifactResult, Cell
 from canon.gates.contracts.execution import Execution, Step
 from canon.gates.contracts.otel.tree import root_position
-from canon.gates.outcome import GateOutcome
-from canon.check.runner import ScoringPlan
 
 EVENT_NAME = "gen_ai.evaluation.result"
 VERDICT_EVALUATION = "canon.verdict"

@@ -5,9 +5,9 @@ from __future__ import annotations
 import dataclasses
 from pathlib import Path
 
-from canon.project.contract_files import read_trace
 from canon.core.rubric import Question
 from canon.gates.contracts.execution import Execution, Step
+from canon.project.contract_files import read_trace
 from canon.report.otel_events import (
     EVENT_NAME,
     UNKNOWN_ERROR_TYPE,
