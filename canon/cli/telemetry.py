@@ -103,14 +103,14 @@ def send_telemetry(
         return
     message = (
         f"the OTLP endpoint {summary.endpoint} took {summary.sent} of {summary.total} "
-        f"event(s): {printable(summary.problem or 'no reason given')}"
+        f"event(s): {printable((summary.problem or 'no reason given').rstrip('. '))}"
     )
     if request.strict and exit_code == 0:
         raise TelemetryExportError(
-            f"{message}; the verdicts above stand; run again when the endpoint is reachable"
+            f"{message}; the verdicts stand; run again when the endpoint is reachable"
         )
     # A warning, not an error: the exit code must keep saying what the run found.
-    click.echo(f"canon: warning: {message}; the verdicts above are unchanged", err=True)
+    click.echo(f"canon: warning: {message}; the verdicts are unchanged", err=True)
 
 
 def _version() -> str:

@@ -192,7 +192,8 @@ def test_a_failed_send_is_one_warning_and_leaves_the_exit_code_alone(project):
     assert len(lines) == 1
     assert lines[0].startswith("canon: warning: the OTLP endpoint http://127.0.0.1:")
     assert "took 0 of 36 event(s)" in lines[0]
-    assert lines[0].endswith("the verdicts above are unchanged")
+    assert lines[0].endswith("; the verdicts are unchanged")
+    assert ".;" not in lines[0]
     assert "3 canon" in completed.stdout
 
 
@@ -201,7 +202,7 @@ def test_otel_strict_turns_a_failed_send_into_exit_3_when_the_run_passed(project
     assert completed.returncode == 3
     (line,) = completed.stderr.strip().splitlines()
     assert line.startswith("canon: error: the OTLP endpoint http://127.0.0.1:")
-    assert line.endswith("the verdicts above stand; run again when the endpoint is reachable")
+    assert line.endswith("the verdicts stand; run again when the endpoint is reachable")
 
 
 def test_otel_strict_never_hides_a_failing_verdict(project):
