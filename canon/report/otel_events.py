@@ -71,6 +71,7 @@ def evaluation_events(
     run = _run_attributes(plan, suite)
     flips = {(f.key, f.question): f for f in comparison.flips} if comparison else {}
     known = {n.key for n in comparison.known} if comparison else set()
+    fingerprints: dict[Question, str] = {}  # every artifact is asked the same questions
     events: list[EvaluationEvent] = []
     for result in results:
         link = links.get(result.key)
@@ -87,7 +88,10 @@ def evaluation_events(
             if outcome.status != "skip":
                 events.append(EvaluationEvent(_gate(outcome, common), *parent))
         for cell in result.cells:
-            attributes = _question(cell, common)
+            fingerprint = fingerprints.get(cell.question)
+            if fingerprint is None:
+                fingerprint = fingerprints[cell.question] = question_fingerprint(cell.question)
+            attributes = _question(cell, common, fingerprint)
             flip = flips.get((result.key, cell.id))
             if flip is not None:
                 attributes["canon.check.flip"] = flip.status
@@ -171,14 +175,14 @@ def _gate(outcome: GateOutcome, common: Attributes) -> Attributes:
     return attributes
 
 
-def _question(cell: Cell, common: Attributes) -> Attributes:
+def _question(cell: Cell, common: Attributes, fingerprint: str) -> Attributes:
     question = cell.question
     attributes: Attributes = {
         "gen_ai.evaluation.name": f"canon.{question.id}",
         **common,
         "canon.question.id": question.id,
         "canon.question.kind": question.kind,
-        "canon.question.fingerprint": question_fingerprint(question),
+        "canon.question.fingerprint": fingerprint,
     }
     if question.principle is not None:
         attributes["canon.question.principle"] = question.principle
