@@ -228,7 +228,7 @@ def question_fingerprint(question: Question) -> str:
 
 def trace_link(execution: Execution) -> TraceLink | None:
     """The root span of a normalized trace as a parent for evaluation events; None when
-    the trace carries no W3C trace and span ids (a Jaeger export without them, say)."""
+    its root has no W3C trace and span ids (32 and 16 hex digits, not all zero)."""
     steps = execution.steps
     if not steps:
         return None
