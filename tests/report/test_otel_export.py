@@ -220,3 +220,18 @@ def test_the_sdk_is_imported_in_one_module_only_and_not_by_the_commands():
         [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
     )
     assert out.stdout.strip() == "False"
+
+
+def test_the_otel_extra_names_the_sdk_and_exporter_and_ci_installs_them():
+    import tomllib
+
+    project = tomllib.loads((EXAMPLES.parent / "pyproject.toml").read_text())["project"]
+    extras = project["optional-dependencies"]
+
+    def names(requirements: list[str]) -> set[str]:
+        return {r.split(">")[0].split("=")[0].split("[")[0].strip() for r in requirements}
+
+    wanted = {"opentelemetry-sdk", "opentelemetry-exporter-otlp-proto-http"}
+    assert names(extras["otel"]) == wanted
+    assert wanted <= names(extras["test"])
+    assert project["name"] == "canon-testing"  # what INSTALL_LINE installs
