@@ -10,7 +10,8 @@ single line on stderr and its ``exit_code``.
     │   ├── JudgeSetupError         the model judge cannot be set up (canon.judge.litellm_module)
     │   ├── JudgeCredentialError    the judge's credential is missing or refused
     │   ├── JudgeRejectedError      the provider refused a request as sent (HTTP 400, 422, ...)
-    │   └── JudgeFormatError        the judge answers but never in the format Canon reads
+    │   ├── JudgeFormatError        the judge answers but never in the format Canon reads
+    │   └── TelemetrySetupError     --otel cannot work: the [otel] extra or an OTEL_* setting
     ├── ConstitutionError           constitution file or value is malformed
     ├── RubricError                 the packaged rubric data is malformed
     ├── InputError                  an artifact, suite, trace or JSON input is unusable
@@ -18,6 +19,7 @@ single line on stderr and its ``exit_code``.
     ├── GateError                   a deterministic gate (policy, contract) cannot be loaded
     ├── CacheError                  the judge answer cache file is unusable
     ├── BudgetExceededError         a run would spend more than max_cost (exit 4)
+    ├── TelemetryExportError        --otel-strict: the OTLP endpoint refused events (exit 3)
     └── JudgeError                  the judge could not answer
         ├── JudgeScriptError        a MockJudge script has no answer for a question
         └── JudgeUnavailableError   a real judge failed after retries (exit 3)
@@ -56,6 +58,10 @@ class JudgeRejectedError(ConfigError):
 
 class JudgeFormatError(ConfigError):
     """The model judge answers, but never in a form that names one of the offered choices."""
+
+
+class TelemetrySetupError(ConfigError):
+    """Sending results as OpenTelemetry events cannot work: the extra or a setting is missing."""
 
 
 class ConstitutionError(CanonError):
@@ -104,3 +110,9 @@ class BudgetExceededError(CanonError):
     """A run would spend more than ``max_cost``; it stopped before crossing it (exit 4)."""
 
     exit_code = 4
+
+
+class TelemetryExportError(CanonError):
+    """With ``--otel-strict``, the OTLP endpoint did not take every event: CI may retry (exit 3)."""
+
+    exit_code = 3

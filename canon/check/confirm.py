@@ -246,7 +246,7 @@ class _ArtifactConfirmation:
                 pooled_answer = Answer(mixed, cell.rationale, usage=cell.usage)
                 pooled.append(score_cell(cell.question, pooled_answer))
             except JudgeError as exc:
-                pooled.append(unscored_cell(cell.question, str(exc)))
+                pooled.append(unscored_cell(cell.question, str(exc), error_type=type(exc).__name__))
         return tuple(pooled)
 
     def _disagreements(self, qid: str) -> int:

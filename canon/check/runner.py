@@ -79,7 +79,7 @@ async def _ask(
     except JudgeScriptError:
         raise  # a mis-scripted test must fail loudly, not become an unscored cell
     except JudgeError as exc:
-        return unscored_cell(question, str(exc), exc.usage)
+        return unscored_cell(question, str(exc), exc.usage, error_type=type(exc).__name__)
 
 
 async def score_artifacts(

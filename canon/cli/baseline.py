@@ -28,6 +28,7 @@ from canon.cli.run import (
     write_reports,
 )
 from canon.cli.spending import prepare_spending, show_estimate, spending_options
+from canon.cli.telemetry import OtelRequest, otel_options, send_telemetry
 from canon.core.baseline import (
     Baseline,
     baseline_from_data,
@@ -49,6 +50,7 @@ from canon.report.text import printable
 @spending_options
 @report_options
 @reports_errors
+@otel_options
 def accept(
     config_path: Path | None,
     suite_path: Path | None,
@@ -58,6 +60,7 @@ def accept(
     batch: bool,
     junit_path: Path | None,
     html_path: Path | None,
+    otel: OtelRequest | None,
 ) -> None:
     """Score the suite and record the run as its baseline.
 
@@ -87,6 +90,10 @@ def accept(
         artifacts=artifacts,
     )
     unanswered = [(r.key, c) for r in results for c in r.unscored]
+    code = 3 if unanswered else 0
+    send_telemetry(
+        otel, results, plan, artifacts=artifacts, suite=suite, exit_code=code, quiet=quiet
+    )
     if unanswered:
         key, cell = unanswered[0]
         raise JudgeUnavailableError(
@@ -128,7 +135,7 @@ def accept(
         )
 
 
-@click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("baselines", "cli", "ci"))
+@click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("baselines", "cli", "ci", "otel"))
 @config_option
 @suite_option
 @selection_options
@@ -143,6 +150,7 @@ def accept(
 @spending_options
 @report_options
 @reports_errors
+@otel_options
 def check(
     config_path: Path | None,
     suite_path: Path | None,
@@ -156,6 +164,7 @@ def check(
     batch: bool,
     junit_path: Path | None,
     html_path: Path | None,
+    otel: OtelRequest | None,
 ) -> None:
     """Score the suite and compare it with its baseline.
 
@@ -225,7 +234,18 @@ def check(
         elapsed=elapsed,
         artifacts=artifacts,
     )
-    sys.exit(exit_code_for(comparison))
+    code = exit_code_for(comparison)
+    send_telemetry(
+        otel,
+        results,
+        plan,
+        artifacts=artifacts,
+        suite=suite,
+        exit_code=code,
+        quiet=quiet,
+        comparison=comparison,
+    )
+    sys.exit(code)
 
 
 def baseline_path(config: Config, suite: Path) -> Path:

@@ -25,13 +25,14 @@ from canon.cli.run import (
     write_reports,
 )
 from canon.cli.spending import prepare_spending, show_estimate, spending_options
+from canon.cli.telemetry import OtelRequest, otel_options, send_telemetry
 from canon.core.scoring import ArtifactResult, fails_on_evidence
 from canon.project.store import dump_json
 from canon.report.json_report import results_document
 from canon.report.text import render_results
 
 
-@click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("cli", "configuration"))
+@click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("cli", "configuration", "otel"))
 @config_option
 @suite_option
 @selection_options
@@ -41,6 +42,7 @@ from canon.report.text import render_results
 @spending_options
 @report_options
 @reports_errors
+@otel_options
 def score(
     config_path: Path | None,
     suite_path: Path | None,
@@ -53,6 +55,7 @@ def score(
     batch: bool,
     junit_path: Path | None,
     html_path: Path | None,
+    otel: OtelRequest | None,
 ) -> None:
     """Score every artifact in the suite; exit 1 if any is non-canon.
 
@@ -86,6 +89,9 @@ def score(
         artifacts=artifacts,
     )
     code = exit_code(results)
+    send_telemetry(
+        otel, results, plan, artifacts=artifacts, suite=suite, exit_code=code, quiet=quiet
+    )
     if code == 3:
         unscored = [c for r in results for c in r.unscored]
         click.echo(

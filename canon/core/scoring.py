@@ -46,6 +46,7 @@ class Cell(NamedTuple):
     rationale: str | None = None
     error: str | None = None  # why the judge could not answer (unscored cells)
     usage: Usage | None = None  # what answering it spent; None when no call was made
+    error_type: str | None = None  # the class of that failure (an exception name), if known
 
     @property
     def id(self) -> str:
@@ -183,9 +184,14 @@ def _check_mass(question: Question, label: object, mass: object) -> float:
     return float(mass)
 
 
-def unscored_cell(question: Question, reason: str, usage: Usage | None = None) -> Cell:
+def unscored_cell(
+    question: Question,
+    reason: str,
+    usage: Usage | None = None,
+    error_type: str | None = None,
+) -> Cell:
     """A cell for a question the judge could not answer; never a pass, never n/a."""
-    return Cell(question, "unscored", error=reason, usage=usage)
+    return Cell(question, "unscored", error=reason, usage=usage, error_type=error_type)
 
 
 def gate_tripped(cell: Cell) -> bool:

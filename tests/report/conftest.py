@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import pytest
@@ -136,3 +136,26 @@ def regressed(
 def hostile() -> str:
     """The hostile text the hostile artifact's key and gate reasons carry."""
     return HOSTILE
+
+
+def _load_sibling(filename: str) -> Any:
+    """Import a helper module next to this file by path (tests are not a package here)."""
+    import importlib.util
+    import sys
+    from pathlib import Path
+
+    name = f"canon_tests_{Path(filename).stem}"
+    if name not in sys.modules:
+        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(filename))
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[name] = module
+        spec.loader.exec_module(module)
+    return sys.modules[name]
+
+
+@pytest.fixture
+def receiver() -> Iterator[Any]:
+    """A running OTLP/HTTP log receiver on 127.0.0.1 (see otlp_receiver.py)."""
+    with _load_sibling("otlp_receiver.py").running_receiver() as state:
+        yield state

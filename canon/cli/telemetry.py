@@ -1,0 +1,120 @@
+"""``--otel``: send a run's verdicts and answers as OpenTelemetry evaluation events."""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from canon.check.runner import ScoringPlan
+from canon.core.artifact import Artifact
+from canon.core.compare import Comparison
+from canon.core.scoring import ArtifactResult
+from canon.errors import TelemetryExportError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+ENABLE_VARIABLE = "CANON_OTEL"
+STRICT_VARIABLE = "CANON_OTEL_STRICT"
+
+
+@dataclass(frozen=True, slots=True)
+class OtelRequest:
+    """The user asked for events: where they go, and whether a failed send fails the run."""
+
+    endpoint: str
+    strict: bool = False
+
+
+_otel_flag = click.option(
+    "--otel",
+    "otel_flag",
+    is_flag=True,
+    envvar=ENABLE_VARIABLE,
+    help="Also send each verdict and each question's answer as an OpenTelemetry "
+    "gen_ai.evaluation.result event over OTLP/HTTP (endpoint from OTEL_EXPORTER_OTLP_ENDPOINT; "
+    f"needs canon-testing[otel]; or set {ENABLE_VARIABLE}=1). A failed send is a warning.",
+)
+_strict_flag = click.option(
+    "--otel-strict",
+    "otel_strict",
+    is_flag=True,
+    envvar=STRICT_VARIABLE,
+    help="Like --otel, but exit 3 when the endpoint did not take every event and the run "
+    "itself would exit 0.",
+)
+
+
+def otel_options(command: F) -> F:
+    """Add --otel and --otel-strict; the command receives ``otel`` (an OtelRequest or None),
+    and a setup that could not send is refused before any judge call (exit 2)."""
+
+    @functools.wraps(command)
+    def wrapper(*args: Any, otel_flag: bool, otel_strict: bool, **kwargs: Any) -> Any:
+        request = None
+        if otel_flag or otel_strict:
+            from canon.cli.otel_export import check_telemetry
+
+            request = OtelRequest(check_telemetry(), strict=otel_strict)
+        return command(*args, otel=request, **kwargs)
+
+    return _otel_flag(_strict_flag(wrapper))  # type: ignore[return-value]
+
+
+def send_telemetry(
+    request: OtelRequest | None,
+    results: Sequence[ArtifactResult],
+    plan: ScoringPlan,
+    *,
+    artifacts: Sequence[Artifact],
+    suite: Path,
+    exit_code: int,
+    quiet: bool = False,
+    comparison: Comparison | None = None,
+) -> None:
+    """Send the run's events when asked. A failed send is one warning on stderr and leaves
+    the verdict alone; with --otel-strict it raises (exit 3) only if the run would exit 0."""
+    if request is None:
+        return
+    from canon.cli.otel_export import send_events, trace_links
+    from canon.report.otel_events import evaluation_events
+    from canon.report.text import printable
+
+    links, notes = trace_links(artifacts)
+    for note in notes:
+        click.echo(f"canon: otel: note: {printable(note)}; its events are not parented", err=True)
+    events = evaluation_events(results, plan, links=links, suite=suite.stem, comparison=comparison)
+    summary = send_events(events, version=_version())
+    if summary.disabled:
+        click.echo("canon: otel: OTEL_SDK_DISABLED is true; no events were sent", err=True)
+        return
+    if summary.complete:
+        if not quiet:
+            click.echo(
+                f"canon: otel: sent {summary.sent} gen_ai.evaluation.result event(s) to "
+                f"{summary.endpoint}",
+                err=True,
+            )
+        return
+    message = (
+        f"the OTLP endpoint {summary.endpoint} took {summary.sent} of {summary.total} "
+        f"event(s): {printable((summary.problem or 'no reason given').rstrip('. '))}"
+    )
+    if request.strict and exit_code == 0:
+        raise TelemetryExportError(
+            f"{message}; the verdicts stand; run again when the endpoint is reachable"
+        )
+    # A warning, not an error: the exit code must keep saying what the run found.
+    click.echo(f"canon: warning: {message}; the verdicts are unchanged", err=True)
+
+
+def _version() -> str:
+    try:
+        return metadata.version("canon-testing")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
