@@ -50,7 +50,7 @@ def test_an_endpoint_answering_no_choices_is_asked_a_bounded_number_of_times(
     fake_llm.honour_n = False
     judge = make_judge(samples=samples, max_attempts=3)
     with pytest.raises(JudgeError, match="held no choices") as info:
-        asyncio.run(asyncio.wait_for(judge.answer(_request()), timeout=20))
+        asyncio.run(asyncio.wait_for(judge.answer(_request()), timeout=120))
     # one request per attempt: a top-up that brings nothing is not repeated
     assert len(fake_llm.requests) == 3
     assert info.value.usage.calls == 3  # the unscored question still counts what it spent
