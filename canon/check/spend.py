@@ -9,12 +9,13 @@ tokenizer counts and whose price comes from litellm's price table.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from canon.check.runner import ScoringPlan
 from canon.core.artifact import Artifact
+from canon.core.baseline import Baseline, recorded_question
 from canon.core.scoring import Answer, ArtifactResult
 from canon.core.usage import UNKNOWN, Usage, UsageSummary, format_cost, summarize
 from canon.errors import BudgetExceededError, ConfigError
@@ -53,6 +54,7 @@ class Estimate:
     cost: float | None  # USD; None when litellm cannot price the model
     batch: bool = False
     scripted: bool = False  # a judge that is not a model (MockJudge): nothing to pay
+    reasks: int = 0  # of ``calls``, confirmation re-asks the baseline's own cells needed
 
     @property
     def cached(self) -> int:
@@ -68,8 +70,13 @@ class Estimate:
                 f"answered by its script, {self.stopped} artifact(s) stopped by a gate, no "
                 "model calls, cost $0.0000; nothing was asked"
             )
+        reasks = (
+            f", including {self.reasks} confirmation re-ask(s) as many as the baseline needed"
+            if self.reasks
+            else ""
+        )
         return (
-            f"estimate: {self.calls} judge call(s) to {self.judge} ({self.cached} of "
+            f"estimate: {self.calls} judge call(s) to {self.judge}{reasks} ({self.cached} of "
             f"{self.questions} question(s) already in the answer cache, {self.stopped} "
             f"artifact(s) stopped by a gate), about {self.prompt_tokens} prompt + "
             f"{self.completion_tokens} completion tokens, cost {format_cost(self.cost)}{price}; "
@@ -90,6 +97,7 @@ class Estimate:
             "cost_usd": UNKNOWN if self.cost is None else round(self.cost, 8),
             "batch": self.batch,
             "scripted": self.scripted,
+            "confirmation_reasks": self.reasks,
         }
 
 
@@ -105,11 +113,29 @@ def model_judge(judge: Judge) -> LiteLLMJudge | None:
     return current
 
 
+def baseline_reasks(baseline: Baseline, plan: ScoringPlan) -> dict[tuple[str, str], int]:
+    """The re-asks each recorded cell needed when it was accepted: (key, question) -> count.
+
+    An unchanged suite tends to need the same confirmation again, so a check's estimate
+    counts them (minus those the answer cache holds: each re-ask has a key of its own).
+    """
+    reasks: dict[tuple[str, str], int] = {}
+    for key, record in baseline.artifacts.items():
+        for question in plan.questions:
+            row = recorded_question(record, question)
+            if row is not None and row.asks is not None and row.asks > 1:
+                reasks[(key, question.id)] = row.asks - 1
+    return reasks
+
+
 def pending_requests(
-    plan: ScoringPlan, artifacts: Sequence[Artifact]
+    plan: ScoringPlan,
+    artifacts: Sequence[Artifact],
+    reasks: Mapping[tuple[str, str], int] | None = None,
 ) -> tuple[list[tuple[str | None, JudgeRequest]], int, int]:
     """The questions scoring would ask (cache key or None, request), the number already
-    cached, and the number of artifacts a gate stops."""
+    cached, and the number of artifacts a gate stops; ``reasks`` adds each cell's expected
+    confirmation re-asks (variants 1, 2, ...)."""
     cache = plan.judge if isinstance(plan.judge, CachingJudge) else None
     identity = dict(cache.inner.cache_identity()) if cache is not None else None
     pending: list[tuple[str | None, JudgeRequest]] = []
@@ -120,8 +146,15 @@ def pending_requests(
         if any(gate(artifact).stops for gate in plan.gates):
             stopped += 1
             continue
-        for question in questions:
-            request = JudgeRequest(question, artifact, plan.constitution, plan.rubric.instructions)
+        asks = [
+            (question, variant)
+            for question in questions
+            for variant in range(1 + (reasks or {}).get((artifact.key, question.id), 0))
+        ]
+        for question, variant in asks:
+            request = JudgeRequest(
+                question, artifact, plan.constitution, plan.rubric.instructions, variant
+            )
             if cache is None or identity is None:
                 pending.append((None, request))
                 continue
@@ -135,10 +168,17 @@ def pending_requests(
 
 
 def estimate_run(
-    plan: ScoringPlan, artifacts: Sequence[Artifact], *, batch: bool = False
+    plan: ScoringPlan,
+    artifacts: Sequence[Artifact],
+    *,
+    batch: bool = False,
+    baseline: Baseline | None = None,
 ) -> Estimate:
-    """How many calls a run would make and what they would cost, asking nothing."""
-    pending, cached, stopped = pending_requests(plan, artifacts)
+    """How many calls a run would make and what they would cost, asking nothing; with the
+    baseline a check compares with, the re-asks its confirmation needed count too."""
+    reasks = baseline_reasks(baseline, plan) if baseline is not None else None
+    pending, cached, stopped = pending_requests(plan, artifacts, reasks)
+    pending_reasks = sum(request.variant > 0 for _, request in pending)
     judge = model_judge(plan.judge)
     if judge is None:  # a scripted judge answers for free
         questions = len(pending) + cached
@@ -160,6 +200,7 @@ def estimate_run(
         completion_tokens,
         cost,
         batch,
+        reasks=pending_reasks,
     )
 
 

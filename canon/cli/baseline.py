@@ -191,7 +191,12 @@ def check(
         )
     if estimate:
         show_estimate(
-            config, plan, artifacts, batch=batch or config.batch, output_format=output_format
+            config,
+            plan,
+            artifacts,
+            batch=batch or config.batch,
+            output_format=output_format,
+            baseline=baseline,
         )
     plan = prepare_spending(config, plan, artifacts, batch=batch, quiet=quiet)
     started = time.monotonic()

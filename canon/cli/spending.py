@@ -18,6 +18,7 @@ from canon.check.spend import (
     refuse_over_budget,
 )
 from canon.core.artifact import Artifact
+from canon.core.baseline import Baseline
 from canon.core.usage import total
 from canon.judge.cache import CachingJudge
 from canon.judge.sync import run_sync
@@ -67,9 +68,12 @@ def show_estimate(
     *,
     batch: bool,
     output_format: str = "text",
+    baseline: Baseline | None = None,
 ) -> None:
-    """Print the run's estimate (nothing is asked) and exit 0."""
-    estimate = estimate_run(plan, artifacts, batch=batch and _batchable(plan) is None)
+    """Print the run's estimate (nothing is asked) and exit 0; a check passes its baseline."""
+    estimate = estimate_run(
+        plan, artifacts, batch=batch and _batchable(plan) is None, baseline=baseline
+    )
     if output_format == "json":
         document = {"estimate": estimate.as_data(), "max_cost_usd": config.max_cost}
         sys.stdout.write(dump_json(document))

@@ -160,3 +160,42 @@ def test_accept_checks_its_baseline_path_before_any_call(project, fake_llm):
     assert result.exit_code == 2, result.output
     assert "cannot write the baseline /proc/canon-baselines/suite.json" in result.stderr
     assert fake_llm.requests == []
+
+
+def test_check_estimate_counts_the_reasks_the_baseline_needed(project, fake_llm):
+    # the gate reads "contradiction" everywhere: accept confirms it with re-asks, and an
+    # unchanged check needs the same re-asks again
+    fake_llm.script("contradict any part", "ANSWER: yes")
+    fake_llm.script("", "ANSWER: yes")
+    assert _canon("accept", "--quiet").exit_code == 0
+    baseline = json.loads((project / "canon" / "baselines" / "suite.json").read_text())
+    recorded = sum(
+        question["asks"] - 1
+        for record in baseline["artifacts"].values()
+        for question in (record.get("questions") or {}).values()
+        if question.get("asks")
+    )
+    assert recorded > 0
+    estimate = _canon("check", "--estimate", "--format", "json")
+    assert estimate.exit_code == 0, estimate.output
+    planned = json.loads(estimate.stdout)["estimate"]
+    assert planned["confirmation_reasks"] == recorded
+    before = len(fake_llm.requests)
+    checked = _canon("check", "--quiet", "--format", "json")
+    assert checked.exit_code == 0, checked.output
+    usage = json.loads(checked.stdout)["usage"]
+    assert len(fake_llm.requests) - before == usage["calls"] == planned["calls"]
+    assert usage["by_kind"]["confirmation"]["calls"] == planned["confirmation_reasks"]
+
+
+def test_with_the_cache_a_check_over_unchanged_texts_replays_its_reasks(project, fake_llm):
+    config = project / "canon.yaml"
+    config.write_text(config.read_text().replace("judge_cache: false\n", ""))  # the default
+    fake_llm.script("contradict any part", "ANSWER: yes")
+    fake_llm.script("", "ANSWER: yes")
+    assert _canon("accept", "--quiet").exit_code == 0
+    estimate = json.loads(_canon("check", "--estimate", "--format", "json").stdout)["estimate"]
+    assert estimate["calls"] == 0 and estimate["confirmation_reasks"] == 0
+    before = len(fake_llm.requests)
+    assert _canon("check", "--quiet").exit_code == 0
+    assert len(fake_llm.requests) == before  # the same evidence, read back: the same verdict
