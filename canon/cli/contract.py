@@ -242,8 +242,28 @@ def _print_stats(stats: MonitorStats) -> None:
 @click.option("--region", help="AWS region of the log group (default: the AWS configuration).")
 @click.option("--source-map", type=click.Path(path_type=Path), help="JSON/YAML tool → source map.")
 @click.option("--metadata", "pairs", multiple=True, help="key=value added to every execution.")
-@click.option("--poll-interval", type=float, default=5.0, show_default=True, help="Seconds.")
-@click.option("--max-polls", type=int, default=None, help="Stop after this many polls.")
+@click.option(
+    "--poll-interval",
+    type=click.FloatRange(min=0),
+    default=5.0,
+    show_default=True,
+    help="Seconds between polls.",
+)
+@click.option(
+    "--settle",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="Seconds a file (or a trace's spans) must stay unchanged before it is validated "
+    "[default: 2 for WATCH_DIR, 30 for CloudWatch].",
+)
+@click.option(
+    "--look-back",
+    type=click.FloatRange(min=0),
+    default=None,
+    help="CloudWatch: seconds each read reaches back for late or early-stamped spans "
+    "[default: 600].",
+)
+@click.option("--max-polls", type=click.IntRange(min=1), default=None, help="Stop after N polls.")
 @reports_errors
 def monitor(
     watch_dir: Path | None,
@@ -254,13 +274,18 @@ def monitor(
     source_map: Path | None,
     pairs: tuple[str, ...],
     poll_interval: float,
+    settle: float | None,
+    look_back: float | None,
     max_polls: int | None,
 ) -> None:
     """Validate traces in WATCH_DIR (or a CloudWatch log group) as they come; Ctrl-C stops.
 
-    With --cloudwatch-log-group, spans are grouped into traces and each completed trace is
-    validated once; the traces already validated are remembered across restarts in
-    OUTPUT_DIR/.canon-cloudwatch-state.json. Needs boto3: pip install
+    Each trace is validated once, also across restarts and a kill -9: the audit records in
+    OUTPUT_DIR carry their trace's key and are the monitor's memory, and each FAIL/WARN is
+    printed once. A file is read once unchanged for --settle seconds. With
+    --cloudwatch-log-group, spans are grouped into traces and a trace is validated once no
+    span came for it for --settle seconds; reads reach back by --look-back seconds; where to
+    resume is kept in OUTPUT_DIR/.canon-cloudwatch-state.json. Needs boto3: pip install
     "canon-testing[cloudwatch]".
     """
     if (watch_dir is None) == (log_group is None):
@@ -269,6 +294,8 @@ def monitor(
         )
     if region is not None and log_group is None:
         raise UsageError("canon contract monitor: --region goes with --cloudwatch-log-group")
+    if look_back is not None and log_group is None:
+        raise UsageError("canon contract monitor: --look-back goes with --cloudwatch-log-group")
     loaded = load_contract_file(contract_ref)
 
     def announce(record: AuditRecord) -> None:
@@ -284,9 +311,13 @@ def monitor(
         "on_violation": announce,
         "max_polls": max_polls,
     }
+    if settle is not None:
+        options["settle"] = settle
     if log_group is not None:
         from canon.monitor.cloudwatch import monitor_cloudwatch
 
+        if look_back is not None:
+            options["look_back"] = look_back
         stats = monitor_cloudwatch(loaded, log_group, region=region, **options)
     else:
         assert watch_dir is not None

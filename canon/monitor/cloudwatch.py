@@ -3,15 +3,20 @@
 CloudWatch Transaction Search (and the ADOT collector) writes one span per log event, as
 JSON, to the ``aws/spans`` group; other groups holding span JSON work the same way. The
 monitor polls the group, groups spans by trace id, and validates a trace once it is
-*complete*: its root span (no parent) has arrived and a whole poll brought no new span
-for it (a trace whose root lives in another service: three quiet polls). Each trace is
-validated once: the ids already validated and where to resume reading are kept in a
-state file next to the audit records, so a restart neither skips nor repeats a trace.
-``boto3`` is imported only here, only when the monitor starts.
+*complete*: its root span (no parent) has arrived and no new span came for it for the
+settle window and a whole poll (a trace whose root lives in another service: three
+quiet polls). Spans arrive late and out of order (a root span is stamped with its start
+but exported last), so every read looks back by the look-back window from where the
+last one resumed, and spans are de-duplicated by event id. Each trace is validated once:
+its audit record carries its trace id and is the durable "seen" mark (see
+``canon.monitor.ledger``), so a restart, or a kill, neither skips nor repeats a trace;
+the state file only says where to resume reading. ``boto3`` is imported only here, only
+when the monitor starts.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -24,8 +29,8 @@ from canon.gates.contracts.audit import AuditRecord, create_audit_record
 from canon.gates.contracts.execution import DataSource
 from canon.gates.contracts.model import Contract
 from canon.gates.contracts.validate import validate
+from canon.monitor.ledger import Ledger
 from canon.monitor.stats import MonitorStats
-from canon.project.contract_files import write_audit_record
 from canon.project.store import read_json, write_json_atomic
 
 DEFAULT_LOG_GROUP = "aws/spans"
@@ -34,6 +39,8 @@ STATE_FILE = ".canon-cloudwatch-state.json"
 # A trace whose root span was never exported (its parent lives in another service) is
 # complete once this many polls in a row brought nothing new for it.
 ORPHAN_QUIET_POLLS = 3
+DEFAULT_SETTLE = 30.0  # seconds without a new span before a trace is complete
+DEFAULT_LOOK_BACK = 600.0  # seconds each read reaches back before where it resumes
 
 
 class CloudWatchError(InputError):
@@ -55,9 +62,21 @@ def logs_client(region: str | None = None) -> Any:
 @dataclass(slots=True)
 class _Trace:
     spans: list[dict[str, Any]] = field(default_factory=list)
+    span_ids: set[str] = field(default_factory=set)
     first_ms: int = 0
     has_root: bool = False
     quiet_polls: int = 0
+    last_new: float = 0.0  # the monitor's clock when its newest span came
+
+
+def _event_id(event: Mapping[str, Any]) -> str:
+    """CloudWatch's event id; without one, the event's stream, time and text stand in."""
+    given = event.get("eventId")
+    if given:
+        return str(given)
+    text = str(event.get("message", "")).encode("utf-8", "replace")
+    stream = event.get("logStreamName", "")
+    return f"{stream}:{event.get('timestamp')}:{hashlib.sha256(text).hexdigest()}"
 
 
 @dataclass(slots=True)
@@ -66,26 +85,31 @@ class _Watch:
 
     contract: Contract
     log_group: str
-    output_dir: Path | None
+    ledger: Ledger
     metadata: Mapping[str, Any] | None
     source_map: Mapping[str, DataSource] | None
     on_violation: Callable[[AuditRecord], None] | None
-    validated: set[str] = field(default_factory=set)
+    settle: float
     resume_ms: int = 0
-    seen_events: set[str] = field(default_factory=set)
+    # event id -> its timestamp; events before the read window are forgotten
+    seen_events: dict[str, int] = field(default_factory=dict)
     open: dict[str, _Trace] = field(default_factory=dict)
     counts: dict[str, int] = field(
         default_factory=lambda: {"pass": 0, "fail": 0, "warn": 0, "error": 0}
     )
 
-    def take(self, event: Mapping[str, Any]) -> str | None:
+    def key(self, trace_id: str) -> str:
+        """The trace's name in audit records and in the ledger."""
+        return f"cloudwatch:{self.log_group}/{trace_id}"
+
+    def take(self, event: Mapping[str, Any], now: float) -> str | None:
         """File one log event under its trace; the trace id, or None if it adds nothing."""
-        event_id = str(event.get("eventId", ""))
-        if event_id and event_id in self.seen_events:
-            return None
-        self.seen_events.add(event_id)
+        event_id = _event_id(event)
+        if event_id in self.seen_events:
+            return None  # read before: the look-back window overlaps the last read
         stamp = event.get("timestamp")
         stamp = stamp if isinstance(stamp, int) else 0
+        self.seen_events[event_id] = stamp
         try:
             span = json.loads(str(event.get("message", "")))
         except ValueError:
@@ -94,54 +118,64 @@ class _Watch:
             self.counts["error"] += 1  # not a span: counted, never validated
             return None
         trace_id = str(span.get("traceId") or span.get("trace_id") or "")
-        if not trace_id or trace_id in self.validated:
+        if not trace_id or self.key(trace_id) in self.ledger.done:
             return None
         trace = self.open.setdefault(trace_id, _Trace(first_ms=stamp))
+        span_id = str(span.get("spanId") or span.get("span_id") or "")
+        if span_id and span_id in trace.span_ids:
+            return None  # the exporter delivered this span twice
+        if span_id:
+            trace.span_ids.add(span_id)
         trace.spans.append(span)
         trace.first_ms = min(trace.first_ms, stamp) if trace.first_ms else stamp
         trace.quiet_polls = 0
+        trace.last_new = now
         if not (span.get("parentSpanId") or span.get("parent_span_id")):
             trace.has_root = True
         return trace_id
 
-    def finish_quiet_traces(self, touched: set[str]) -> None:
+    def finish_quiet_traces(self, touched: set[str], now: float) -> None:
         """Validate every open trace that is complete after this poll."""
         for trace_id in sorted(self.open):
             trace = self.open[trace_id]
             if trace_id in touched:
                 continue
             trace.quiet_polls += 1
-            if trace.has_root or trace.quiet_polls >= ORPHAN_QUIET_POLLS:
+            needed = 1 if trace.has_root else ORPHAN_QUIET_POLLS
+            if trace.quiet_polls >= needed and now - trace.last_new >= self.settle:
                 self._validate(trace_id, self.open.pop(trace_id))
 
     def _validate(self, trace_id: str, trace: _Trace) -> None:
         from canon.gates.contracts.otel import normalize_trace
 
-        source = f"cloudwatch:{self.log_group}/{trace_id}"
-        self.validated.add(trace_id)
+        source = self.key(trace_id)
         try:
             execution = normalize_trace(
                 trace.spans, metadata=dict(self.metadata or {}) or None, source=source
             )
         except CanonError as exc:
             self.counts["error"] += 1
-            if self.output_dir is not None:
-                error = {"trace": source, "verdict": {"status": "error"}, "error": str(exc)}
-                write_audit_record(error, self.output_dir, trace_id)
+            error = {"trace": source, "verdict": {"status": "error"}, "error": str(exc)}
+            self.ledger.finish(source, error, trace_id)
             return
         mapping = self.contract.source_map if self.source_map is None else self.source_map
         verdict = validate(self.contract, execution, source_map=mapping)
         record = create_audit_record(verdict, execution, source_map=mapping, trace=source)
         self.counts[verdict.status] += 1
-        if self.output_dir is not None:
-            write_audit_record(record, self.output_dir, trace_id)
-        if verdict.violations and self.on_violation is not None:
-            self.on_violation(record)
+        hook = self.on_violation
+        alert = None if hook is None or not verdict.violations else (lambda: hook(record))
+        self.ledger.finish(source, record.to_dict(), trace_id, alert)
 
     def next_start_ms(self, newest_ms: int) -> int:
-        """Where the next read starts: the oldest open trace, else the newest event seen."""
+        """Where reading resumes: the oldest open trace, else the newest event seen."""
         starts = [trace.first_ms for trace in self.open.values() if trace.first_ms]
         return min(starts) if starts else max(newest_ms, self.resume_ms)
+
+    def read_start_ms(self, newest_ms: int, look_back_ms: int) -> int:
+        """Where the next read starts (the look-back before the resume point); forget older."""
+        start = max(0, self.next_start_ms(newest_ms) - look_back_ms)
+        self.seen_events = {k: v for k, v in self.seen_events.items() if v >= start}
+        return start
 
     def stats(self, polls: int, interrupted: bool) -> MonitorStats:
         return MonitorStats.from_counts(
@@ -168,6 +202,7 @@ def _events(client: Any, log_group: str, start_ms: int) -> Iterator[Mapping[str,
 
 
 def _load_state(path: Path | None, log_group: str) -> tuple[set[str], int]:
+    """The trace ids an older state file listed (older versions kept them) and the resume."""
     if path is None or not path.is_file():
         return set(), 0
     state = read_json(path, "CloudWatch monitor state")
@@ -176,9 +211,9 @@ def _load_state(path: Path | None, log_group: str) -> tuple[set[str], int]:
             f"{path}: not the state of a monitor of log group {log_group!r}; use another "
             "--output-dir or delete the file to start over"
         )
-    validated = state.get("validated")
+    validated = state.get("validated", [])
     resume = state.get("resume_ms")
-    if not isinstance(validated, list) or not isinstance(resume, int):
+    if not isinstance(validated, list) or not isinstance(resume, int) or resume < 0:
         raise CloudWatchError(f"{path}: malformed monitor state; delete it to start over")
     return {str(item) for item in validated}, resume
 
@@ -186,11 +221,7 @@ def _load_state(path: Path | None, log_group: str) -> tuple[set[str], int]:
 def _save_state(path: Path | None, watch: _Watch, newest_ms: int) -> None:
     if path is None:
         return
-    state = {
-        "log_group": watch.log_group,
-        "resume_ms": watch.next_start_ms(newest_ms),
-        "validated": sorted(watch.validated),
-    }
+    state = {"log_group": watch.log_group, "resume_ms": watch.next_start_ms(newest_ms)}
     write_json_atomic(path, state)
 
 
@@ -202,43 +233,53 @@ def monitor_cloudwatch(
     output_dir: str | Path | None = None,
     state_file: str | Path | None = None,
     poll_interval: float = 5.0,
+    settle: float = DEFAULT_SETTLE,
+    look_back: float = DEFAULT_LOOK_BACK,
     metadata: Mapping[str, Any] | None = None,
     source_map: Mapping[str, DataSource] | None = None,
     on_violation: Callable[[AuditRecord], None] | None = None,
     max_polls: int | None = None,
     stop: Callable[[], bool] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
     client: Any = None,
 ) -> MonitorStats:
     """Validate each completed trace in a CloudWatch log group of spans, once.
 
-    ``client`` is a boto3 ``logs`` client (one is made for ``region`` when not given). The
-    state file (default: ``.canon-cloudwatch-state.json`` in ``output_dir``) remembers the
-    traces already validated across restarts. Stops after ``max_polls`` polls, when
-    ``stop()`` returns True, or on Ctrl-C, and returns the statistics.
+    ``client`` is a boto3 ``logs`` client (one is made for ``region`` when not given). A
+    trace is complete once no span came for it for ``settle`` seconds (by ``clock``); each
+    read reaches ``look_back`` seconds before where the last one resumed, for spans that
+    are delivered late or stamped early. With ``output_dir``, the audit records there are
+    the memory across restarts and kills, and ``on_violation`` fires once per trace (a kill
+    in the instant after an alert may repeat that one alert); the state file (default:
+    ``.canon-cloudwatch-state.json`` in ``output_dir``) says where to resume. Stops after
+    ``max_polls`` polls, when ``stop()`` returns True, or on Ctrl-C; returns the statistics.
     """
     directory = None if output_dir is None else Path(output_dir)
     state_path = Path(state_file) if state_file is not None else None
     if state_path is None and directory is not None:
         state_path = directory / STATE_FILE
-    validated, resume_ms = _load_state(state_path, log_group)
+    listed, resume_ms = _load_state(state_path, log_group)
     logs = client if client is not None else logs_client(region)
-    watch = _Watch(contract, log_group, directory, metadata, source_map, on_violation)
-    watch.validated, watch.resume_ms = validated, resume_ms
+    ledger = Ledger(directory)
+    watch = _Watch(contract, log_group, ledger, metadata, source_map, on_violation, settle)
+    ledger.done |= {watch.key(trace_id) for trace_id in listed}
+    watch.resume_ms = resume_ms
+    look_back_ms = int(look_back * 1000)
     newest = resume_ms
     polls = 0
     try:
         while True:
             polls += 1
             touched: set[str] = set()
-            for event in _events(logs, log_group, watch.next_start_ms(newest)):
+            for event in _events(logs, log_group, watch.read_start_ms(newest, look_back_ms)):
                 stamp = event.get("timestamp")
                 if isinstance(stamp, int):
                     newest = max(newest, stamp)
-                trace_id = watch.take(event)
+                trace_id = watch.take(event, clock())
                 if trace_id is not None:
                     touched.add(trace_id)
-            watch.finish_quiet_traces(touched)
+            watch.finish_quiet_traces(touched, clock())
             _save_state(state_path, watch, newest)
             if (max_polls is not None and polls >= max_polls) or (stop is not None and stop()):
                 return watch.stats(polls, interrupted=False)
@@ -246,3 +287,5 @@ def monitor_cloudwatch(
     except KeyboardInterrupt:
         _save_state(state_path, watch, newest)
         return watch.stats(polls, interrupted=True)
+    finally:
+        ledger.close()

@@ -1,7 +1,16 @@
-"""Watching a directory and validating every trace that lands in it."""
+"""Watching a directory and validating every trace that lands in it, once.
+
+A file is read only when it has *settled*: its modification time is at least the settle
+window old, so a file still being written is pending, not an error. A trace is known by
+its file name and the SHA-256 of its bytes; the records in the output directory carry
+that key (see ``canon.monitor.ledger``), so a restart skips what has a record, reads
+what has none, and a file rewritten with new content counts as a new trace. A settled
+file that is no trace gets one error record; it is read again only if it changes.
+"""
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -13,64 +22,96 @@ from canon.gates.contracts.audit import AuditRecord, create_audit_record
 from canon.gates.contracts.execution import DataSource
 from canon.gates.contracts.model import Contract
 from canon.gates.contracts.validate import validate
+from canon.monitor.ledger import Ledger
 from canon.monitor.stats import MonitorStats
-from canon.project.contract_files import read_trace, write_audit_record
+from canon.project.contract_files import read_trace
 
 TRACE_PATTERNS = ("*.json", "*.jsonl")
+DEFAULT_SETTLE = 2.0  # seconds a file must stay unchanged before it is read
+
+Signature = tuple[int, int]  # (size, mtime in ns): a change in either means "still written"
+
+
+def _signature(path: Path) -> Signature | None:
+    try:
+        status = path.stat()
+    except OSError:
+        return None  # vanished between listing and reading
+    return status.st_size, status.st_mtime_ns
+
+
+def _digest(path: Path) -> str | None:
+    hasher = hashlib.sha256()
+    try:
+        with open(path, "rb") as stream:
+            for chunk in iter(lambda: stream.read(1 << 20), b""):
+                hasher.update(chunk)
+    except OSError:
+        return None
+    return hasher.hexdigest()
 
 
 @dataclass(slots=True)
 class _Session:
     contract: Contract
-    output_dir: Path | None
+    ledger: Ledger
     metadata: Mapping[str, Any] | None
     source_map: Mapping[str, DataSource] | None
     on_violation: Callable[[AuditRecord], None] | None
-    done: set[Path] = field(default_factory=set)
-    # path -> (size, mtime) when its last read failed; retried once it changes
-    failed: dict[Path, tuple[int, int]] = field(default_factory=dict)
+    settle: float
+    clock: Callable[[], float]
+    # name -> the signature its key was computed for, and that key (the file is done)
+    known: dict[str, tuple[Signature, str]] = field(default_factory=dict)
+    pending: set[str] = field(default_factory=set)
     counts: dict[str, int] = field(
         default_factory=lambda: {"pass": 0, "fail": 0, "warn": 0, "error": 0}
     )
 
     def visit(self, path: Path) -> None:
-        try:
-            status = path.stat()
-        except OSError:
-            return  # vanished between listing and reading
-        signature = (status.st_size, status.st_mtime_ns)
-        previous = self.failed.get(path)
+        """Validate one file if it settled and has no record yet; else note it pending."""
+        name = path.name
+        self.pending.discard(name)
+        signature = _signature(path)
+        if signature is None:
+            return
+        cached = self.known.get(name)
+        if cached is not None and cached[0] == signature:
+            return  # done, unchanged since
+        if self.clock() - signature[1] / 1e9 < self.settle:
+            self.pending.add(name)  # written within the settle window: maybe not finished
+            return
+        digest = _digest(path)
+        if digest is None:
+            return
+        key = f"file:{name}#sha256:{digest}"
+        if key in self.ledger.done:
+            self.known[name] = (signature, key)
+            return
         try:
             execution = read_trace(path, metadata=self.metadata)
+            problem = None
         except CanonError as exc:
-            if previous is None or previous != signature:
-                # Possibly still being written: try again on the next poll.
-                self.failed[path] = signature
-                return
-            self._give_up(path, str(exc))
+            problem = str(exc)
+        if _signature(path) != signature:
+            self.pending.add(name)  # it changed while being read: read it once it settles
             return
-        self.failed.pop(path, None)
-        self.done.add(path)
+        self.known[name] = (signature, key)
+        if problem is not None:
+            self.counts["error"] += 1
+            error = {"trace": str(path), "verdict": {"status": "error"}, "error": problem}
+            self.ledger.finish(key, error, path.stem)
+            return
         mapping = self.contract.source_map if self.source_map is None else self.source_map
         verdict = validate(self.contract, execution, source_map=mapping)
         record = create_audit_record(verdict, execution, source_map=mapping, trace=str(path))
         self.counts[verdict.status] += 1
-        if self.output_dir is not None:
-            write_audit_record(record, self.output_dir, path.stem)
-        if verdict.violations and self.on_violation is not None:
-            self.on_violation(record)
-
-    def _give_up(self, path: Path, message: str) -> None:
-        self.failed.pop(path, None)
-        self.done.add(path)
-        self.counts["error"] += 1
-        if self.output_dir is not None:
-            error = {"trace": str(path), "verdict": {"status": "error"}, "error": message}
-            write_audit_record(error, self.output_dir, path.stem)
+        hook = self.on_violation
+        alert = None if hook is None or not verdict.violations else (lambda: hook(record))
+        self.ledger.finish(key, record.to_dict(), path.stem, alert)
 
     def stats(self, polls: int, interrupted: bool) -> MonitorStats:
         return MonitorStats.from_counts(
-            self.counts, polls=polls, pending=len(self.failed), interrupted=interrupted
+            self.counts, polls=polls, pending=len(self.pending), interrupted=interrupted
         )
 
 
@@ -80,34 +121,34 @@ def monitor_directory(
     *,
     output_dir: str | Path | None = None,
     poll_interval: float = 5.0,
+    settle: float = DEFAULT_SETTLE,
     metadata: Mapping[str, Any] | None = None,
     source_map: Mapping[str, DataSource] | None = None,
     on_violation: Callable[[AuditRecord], None] | None = None,
     max_polls: int | None = None,
     stop: Callable[[], bool] | None = None,
     sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.time,
 ) -> MonitorStats:
-    """Validate the traces already in ``watch_dir`` and each one that arrives later.
+    """Validate each trace file in ``watch_dir`` once: those present and those that arrive.
 
-    A file that cannot be read as a trace is retried on the next poll if it changed in
-    between (it was still being written); one that fails twice unchanged is an error.
-    ``on_violation`` receives every FAIL or WARN record. Stops after ``max_polls`` polls,
+    A file is read once unchanged for ``settle`` seconds (by ``clock``, wall time, against
+    its modification time). With ``output_dir``, the records there are the memory: across
+    restarts, and across a kill, no trace is validated twice or skipped, and
+    ``on_violation`` (called with each FAIL or WARN record) fires once per trace (a kill in
+    the instant after an alert may repeat that one alert). Stops after ``max_polls`` polls,
     when ``stop()`` returns True, or on Ctrl-C, and returns the statistics.
     """
     directory = Path(watch_dir)
-    session = _Session(
-        contract,
-        None if output_dir is None else Path(output_dir),
-        metadata,
-        source_map,
-        on_violation,
-    )
+    ledger = Ledger(None if output_dir is None else Path(output_dir))
+    session = _Session(contract, ledger, metadata, source_map, on_violation, settle, clock)
     polls = 0
     try:
         while True:
             polls += 1
             found = {path for pattern in TRACE_PATTERNS for path in directory.glob(pattern)}
-            for path in sorted(found - session.done):
+            session.pending &= {path.name for path in found}
+            for path in sorted(found):
                 if path.is_file():
                     session.visit(path)
             if (max_polls is not None and polls >= max_polls) or (stop is not None and stop()):
@@ -115,3 +156,5 @@ def monitor_directory(
             sleep(poll_interval)
     except KeyboardInterrupt:
         return session.stats(polls, interrupted=True)
+    finally:
+        ledger.close()

@@ -135,7 +135,7 @@ def test_completed_traces_are_validated_once_across_restarts(logs: Any, tmp_path
     contract = load_contract(CONTRACT)
     out = tmp_path / "audit"
     first = monitor_cloudwatch(
-        contract, group, output_dir=out, max_polls=2, sleep=lambda _: None, client=logs
+        contract, group, output_dir=out, max_polls=2, sleep=lambda _: None, client=logs, settle=0
     )
     assert (first.validated, first.passed, first.failed, first.pending) == (2, 1, 1, 0)
     statuses = sorted((r["verdict"]["status"], r["trace"]) for r in _records(out))
@@ -147,12 +147,14 @@ def test_completed_traces_are_validated_once_across_restarts(logs: Any, tmp_path
     later = "c" * 32
     _put(logs, group, _trace(later, "lookup"))
     second = monitor_cloudwatch(
-        contract, group, output_dir=out, max_polls=2, sleep=lambda _: None, client=logs
+        contract, group, output_dir=out, max_polls=2, sleep=lambda _: None, client=logs, settle=0
     )
     assert (second.validated, second.passed) == (1, 1)
-    assert len(_records(out)) == 3
-    state = json.loads((out / ".canon-cloudwatch-state.json").read_text())
-    assert state["validated"] == sorted([good, bad, later])
+    records = _records(out)
+    assert len(records) == 3
+    assert sorted(r["monitor_key"] for r in records) == [
+        f"cloudwatch:{group}/{trace}" for trace in (good, bad, later)
+    ]
 
 
 def test_a_trace_is_not_validated_before_it_is_complete(logs: Any, tmp_path: Path) -> None:
@@ -169,11 +171,17 @@ def test_a_trace_is_not_validated_before_it_is_complete(logs: Any, tmp_path: Pat
             _put(logs, group, [root])
 
     stats = monitor_cloudwatch(
-        contract, group, output_dir=tmp_path, max_polls=2, sleep=arrive_late, client=logs
+        contract, group, output_dir=tmp_path, max_polls=2, sleep=arrive_late, client=logs, settle=0
     )
     assert (stats.validated, stats.pending) == (0, 1)  # the root came in the last poll
     stats = monitor_cloudwatch(
-        contract, group, output_dir=tmp_path, max_polls=2, sleep=lambda _: None, client=logs
+        contract,
+        group,
+        output_dir=tmp_path,
+        max_polls=2,
+        sleep=lambda _: None,
+        client=logs,
+        settle=0,
     )
     assert (stats.validated, stats.passed) == (1, 1)
     (record,) = _records(tmp_path)
@@ -187,7 +195,13 @@ def test_a_real_adot_session_export_is_read_from_the_log_group(logs: Any, tmp_pa
     contract = load_contract(CONTRACT.replace("[lookup]", "[Bash]"))
     # its root span's parent lives in another service: complete after three quiet polls
     stats = monitor_cloudwatch(
-        contract, group, output_dir=tmp_path, max_polls=4, sleep=lambda _: None, client=logs
+        contract,
+        group,
+        output_dir=tmp_path,
+        max_polls=4,
+        sleep=lambda _: None,
+        client=logs,
+        settle=0,
     )
     assert (stats.validated, stats.passed) == (1, 1)
 
@@ -208,13 +222,16 @@ def test_an_event_that_is_no_span_is_counted_and_never_validated(logs: Any, tmp_
         max_polls=2,
         sleep=lambda _: None,
         client=logs,
+        settle=0,
     )
     assert (stats.validated, stats.passed, stats.errors) == (1, 1, 1)
 
 
 def test_a_missing_log_group_is_a_clear_error(logs: Any, tmp_path: Path) -> None:
     with pytest.raises(CloudWatchError, match=r"cloudwatch:no-such-group: reading the log group"):
-        monitor_cloudwatch(load_contract(CONTRACT), "no-such-group", max_polls=1, client=logs)
+        monitor_cloudwatch(
+            load_contract(CONTRACT), "no-such-group", max_polls=1, client=logs, settle=0
+        )
 
 
 def test_without_boto3_the_command_names_the_install_line(
@@ -265,7 +282,7 @@ def test_a_state_file_of_another_log_group_is_refused(logs: Any, tmp_path: Path)
     group = _group(logs, "state-mismatch")
     with pytest.raises(CloudWatchError, match=r"not the state of a monitor of log group"):
         monitor_cloudwatch(
-            load_contract(CONTRACT), group, output_dir=tmp_path, max_polls=1, client=logs
+            load_contract(CONTRACT), group, output_dir=tmp_path, max_polls=1, client=logs, settle=0
         )
 
 
@@ -289,7 +306,7 @@ def test_the_command_stops_cleanly_on_sigint(
                 str(contract),
             ),
             *("--output-dir", str(out), "--cloudwatch-log-group", group, "--region", "us-east-1"),
-            *("--poll-interval", "0.2"),
+            *("--poll-interval", "0.2", "--settle", "0"),
         ],
         env={**os.environ, **aws_env},
         stdout=subprocess.PIPE,
@@ -305,4 +322,6 @@ def test_the_command_stops_cleanly_on_sigint(
     stdout, stderr = process.communicate(timeout=30)
     assert process.returncode == 0, stderr
     assert "validated 1 trace(s)" in stdout
-    assert json.loads((out / ".canon-cloudwatch-state.json").read_text())["validated"] == ["e" * 32]
+    (record,) = _records(out)
+    assert record["monitor_key"] == f"cloudwatch:{group}/{'e' * 32}"
+    assert json.loads((out / ".canon-cloudwatch-state.json").read_text())["resume_ms"] > 0

@@ -1,10 +1,13 @@
-"""monitor_directory on a real directory: present files, arrivals, half-written files."""
+"""monitor_directory on a real directory: present files, arrivals, half-written files, restarts."""
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import time
 from pathlib import Path
+from typing import Any
 
 from canon.gates.contracts import load_template
 from canon.monitor import monitor_directory
@@ -14,6 +17,20 @@ CLAIMS = load_template("claims-processing-v1")
 
 def _copy(corpus_dir: Path, name: str, target: Path) -> None:
     shutil.copy(corpus_dir / "abc-examples" / name, target)
+
+
+def _age(path: Path, seconds: float) -> None:
+    """Make a file look last written ``seconds`` ago."""
+    stamp = time.time() - seconds
+    os.utime(path, (stamp, stamp))
+
+
+def _no_wait(_: float) -> None:
+    """The poll interval passes at once."""
+
+
+def _records(out: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted(out.glob("*.json"))]
 
 
 def test_monitor_validates_files_present_at_start_and_new_arrivals(tmp_path, corpus_dir):
@@ -28,51 +45,132 @@ def test_monitor_validates_files_present_at_start_and_new_arrivals(tmp_path, cor
             _copy(corpus_dir, "valid_claim.json", watch / "c.json")
 
     stats = monitor_directory(
-        CLAIMS, watch, output_dir=out, on_violation=violations.append, max_polls=2, sleep=arrive
+        CLAIMS,
+        watch,
+        output_dir=out,
+        settle=0,
+        on_violation=violations.append,
+        max_polls=2,
+        sleep=arrive,
     )
     assert (stats.validated, stats.passed, stats.failed, stats.errors) == (3, 2, 1, 0)
     assert stats.compliance_rate == 2 / 3
     assert [record.trace for record in violations] == [str(watch / "b.json")]
-    assert sorted(p.name for p in out.iterdir()) == ["fail_b.json", "pass_a.json", "pass_c.json"]
+    assert sorted(p.name for p in out.glob("*.json")) == [
+        "fail_b.json",
+        "pass_a.json",
+        "pass_c.json",
+    ]
     stored = json.loads((out / "fail_b.json").read_text())
     assert stored["verdict"]["status"] == "fail" and stored["contract_name"] == CLAIMS.name
 
 
-def test_monitor_retries_a_file_written_in_two_halves(tmp_path, corpus_dir):
-    watch = tmp_path / "in"
+def test_a_file_still_being_written_is_pending_not_an_error(tmp_path, corpus_dir):
+    watch, out = tmp_path / "in", tmp_path / "out"
     watch.mkdir()
     text = (corpus_dir / "abc-examples" / "valid_claim.json").read_text()
     target = watch / "slow.json"
     target.write_text(text[: len(text) // 2])
+    polls: list[int] = []
 
-    def finish_writing(_: float) -> None:
-        target.write_text(text)
+    def write_slowly(_: float) -> None:
+        polls.append(1)
+        if len(polls) == 2:  # half of it sat there for three polls, then the rest came
+            target.write_text(text)
 
-    stats = monitor_directory(CLAIMS, watch, max_polls=2, sleep=finish_writing)
+    stats = monitor_directory(
+        CLAIMS, watch, output_dir=out, settle=5, max_polls=3, sleep=write_slowly
+    )
+    assert (stats.validated, stats.errors, stats.pending) == (0, 0, 1)
+    assert not list(out.glob("*.json"))
+    _age(target, 10)  # then it stayed unchanged past the settle window
+    stats = monitor_directory(CLAIMS, watch, output_dir=out, settle=5, max_polls=1)
     assert (stats.validated, stats.passed, stats.errors, stats.pending) == (1, 1, 0, 0)
+    assert [p.name for p in out.glob("*.json")] == ["pass_slow.json"]
 
 
-def test_monitor_gives_up_on_a_file_that_stays_broken(tmp_path):
+def test_the_settle_window_is_measured_against_the_files_last_change(tmp_path, corpus_dir):
+    watch = tmp_path / "in"
+    watch.mkdir()
+    _copy(corpus_dir, "valid_claim.json", watch / "a.json")
+    written = (watch / "a.json").stat().st_mtime
+    early = monitor_directory(CLAIMS, watch, settle=5, max_polls=1, clock=lambda: written + 4.9)
+    late = monitor_directory(CLAIMS, watch, settle=5, max_polls=1, clock=lambda: written + 5.1)
+    assert (early.validated, early.pending) == (0, 1)
+    assert (late.validated, late.pending) == (1, 0)
+
+
+def test_a_file_that_never_parses_is_an_error_once_even_across_restarts(tmp_path, corpus_dir):
     watch, out = tmp_path / "in", tmp_path / "out"
     watch.mkdir()
     (watch / "junk.json").write_text("{not json")
     (watch / "empty.json").write_text("{}")
-    stats = monitor_directory(CLAIMS, watch, output_dir=out, max_polls=3, sleep=lambda _: None)
-    assert (stats.validated, stats.errors, stats.pending) == (0, 2, 0)
-    assert stats.compliance_rate is None
-    records = sorted(p.name for p in out.iterdir())
-    assert records == ["error_empty.json", "error_junk.json"]
+    first = monitor_directory(CLAIMS, watch, output_dir=out, settle=0, max_polls=3, sleep=_no_wait)
+    again = monitor_directory(CLAIMS, watch, output_dir=out, settle=0, max_polls=3, sleep=_no_wait)
+    assert (first.validated, first.errors, first.pending) == (0, 2, 0)
+    assert first.compliance_rate is None
+    assert (again.validated, again.errors, again.pending) == (0, 0, 0)
+    assert sorted(p.name for p in out.glob("*.json")) == ["error_empty.json", "error_junk.json"]
     assert "junk.json" in json.loads((out / "error_junk.json").read_text())["trace"]
+    # once it changes it is new content and read again: here it became a trace
+    _copy(corpus_dir, "valid_claim.json", watch / "junk.json")
+    stats = monitor_directory(CLAIMS, watch, output_dir=out, settle=0, max_polls=1)
+    assert (stats.validated, stats.passed, stats.errors) == (1, 1, 0)
+
+
+def test_a_restart_neither_repeats_nor_skips_a_trace_nor_its_alert(tmp_path, corpus_dir):
+    watch, out = tmp_path / "in", tmp_path / "out"
+    watch.mkdir()
+    _copy(corpus_dir, "valid_claim.json", watch / "a.json")
+    _copy(corpus_dir, "invalid_claim.json", watch / "b.json")
+    alerts: list[str | None] = []
+
+    def run() -> Any:
+        return monitor_directory(
+            CLAIMS,
+            watch,
+            output_dir=out,
+            settle=0,
+            on_violation=lambda record: alerts.append(record.trace),
+            max_polls=1,
+        )
+
+    run()
+    _copy(corpus_dir, "invalid_claim.json", watch / "c.json")  # arrives while it is down
+    second = run()
+    third = run()
+    assert (second.validated, second.failed) == (1, 1)  # c only
+    assert third.validated == 0
+    assert alerts == [str(watch / "b.json"), str(watch / "c.json")]
+    assert sorted(p.name for p in out.glob("*.json")) == [
+        "fail_b.json",
+        "fail_c.json",
+        "pass_a.json",
+    ]
+    keys = sorted(record["monitor_key"].split("#sha256:") for record in _records(out))
+    assert [name for name, _ in keys] == ["file:a.json", "file:b.json", "file:c.json"]
+    assert all(len(digest) == 64 for _, digest in keys)
+
+
+def test_a_file_rewritten_with_new_content_is_a_new_trace(tmp_path, corpus_dir):
+    watch, out = tmp_path / "in", tmp_path / "out"
+    watch.mkdir()
+    _copy(corpus_dir, "valid_claim.json", watch / "a.json")
+    monitor_directory(CLAIMS, watch, output_dir=out, settle=0, max_polls=1)
+    _copy(corpus_dir, "invalid_claim.json", watch / "a.json")
+    stats = monitor_directory(CLAIMS, watch, output_dir=out, settle=0, max_polls=2, sleep=_no_wait)
+    assert (stats.validated, stats.failed) == (1, 1)
+    assert sorted(p.name for p in out.glob("*.json")) == ["fail_a.json", "pass_a.json"]
 
 
 def test_audit_record_names_never_collide(tmp_path, corpus_dir):
     watch, out = tmp_path / "in", tmp_path / "out"
     watch.mkdir()
     out.mkdir()
-    (out / "pass_a.json").write_text("{}")
+    (out / "pass_a.json").write_text("{}")  # not a record of this monitor: no key
     _copy(corpus_dir, "valid_claim.json", watch / "a.json")
-    monitor_directory(CLAIMS, watch, output_dir=out, max_polls=1)
-    assert sorted(p.name for p in out.iterdir()) == ["pass_a.json", "pass_a_2.json"]
+    monitor_directory(CLAIMS, watch, output_dir=out, settle=0, max_polls=1)
+    assert sorted(p.name for p in out.glob("*.json")) == ["pass_a.json", "pass_a_2.json"]
 
 
 def test_monitor_stops_on_keyboard_interrupt_and_returns_statistics(tmp_path, corpus_dir):
@@ -83,7 +181,7 @@ def test_monitor_stops_on_keyboard_interrupt_and_returns_statistics(tmp_path, co
     def interrupt(_: float) -> None:
         raise KeyboardInterrupt
 
-    stats = monitor_directory(CLAIMS, watch, sleep=interrupt)
+    stats = monitor_directory(CLAIMS, watch, settle=0, sleep=interrupt)
     assert stats.interrupted and stats.passed == 1 and stats.polls == 1
 
 

@@ -57,6 +57,10 @@ def test_monitor_process_validates_an_arrival_and_stops_cleanly_on_sigint(tmp_pa
     assert process.returncode == 0, stderr
     assert "Traceback" not in stderr
     assert "validated 1 trace(s)" in stdout
-    (record_path,) = out.iterdir()  # and no temporary file is left behind
-    assert record_path.name == "fail_arrival.json"
-    assert json.loads(record_path.read_text())["verdict"]["status"] == "fail"
+    # no temporary file is left behind: the record, and the journal of alerts sent
+    assert sorted(p.name for p in out.iterdir()) == [
+        ".canon-monitor-alerts.jsonl",
+        "fail_arrival.json",
+    ]
+    assert json.loads((out / "fail_arrival.json").read_text())["verdict"]["status"] == "fail"
+    assert stdout.count(f"FAIL  {watch / 'arrival.json'}") == 1

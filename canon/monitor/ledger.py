@@ -1,0 +1,144 @@
+"""A monitor's durable memory: which traces have a record, and which alerts were sent.
+
+Exactly-once rests on one atomic step. The audit record *is* the "seen" mark: it carries
+its trace's key (``monitor_key``) and appears under its final name in one ``link`` or
+not at all, so a record never exists twice and a trace with a record is never validated
+again. The ledger is rebuilt at start from the records in the output directory rather
+than from a separate list that a kill could leave behind the records. Alerts leave the
+process, so they cannot share that step: each is sent, then marked in an append-only
+journal, then the record is written. A kill before the mark repeats one alert on restart
+(never loses it); a kill after the mark but before the record re-validates the trace and
+sends nothing. A torn last journal line (a kill mid-write) is cut off on restart.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable, Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from canon.errors import InputError
+from canon.project.contract_files import write_audit_record
+
+JOURNAL_FILE = ".canon-monitor-alerts.jsonl"
+KEY_FIELD = "monitor_key"
+
+
+class LedgerError(InputError):
+    """The output directory's journal is damaged, or another monitor is using it."""
+
+
+def record_keys(directory: Path) -> Iterator[str]:
+    """The monitor keys of the audit records in ``directory`` (other files are skipped)."""
+    try:
+        entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
+    except FileNotFoundError:
+        return
+    for entry in entries:
+        if entry.name.startswith(".") or not entry.name.endswith(".json"):
+            continue
+        try:
+            with open(entry.path, encoding="utf-8") as stream:
+                data = json.load(stream)
+        except (OSError, ValueError):
+            continue  # not a record of ours: records are written whole, never torn
+        if not isinstance(data, dict):
+            continue
+        key = data.get(KEY_FIELD)
+        trace = data.get("trace")
+        if isinstance(key, str):
+            yield key
+        elif isinstance(trace, str) and trace.startswith("cloudwatch:"):
+            yield trace  # a record from before keys were stored: its trace names it
+
+
+def read_journal(path: Path) -> set[str]:
+    """The keys whose alert was sent; a torn last line is cut off the file."""
+    try:
+        raw = path.read_bytes()
+    except FileNotFoundError:
+        return set()
+    complete = raw[: raw.rfind(b"\n") + 1]
+    if len(complete) != len(raw):
+        with open(path, "r+b") as stream:
+            stream.truncate(len(complete))  # a kill mid-append; the next line starts clean
+    alerted: set[str] = set()
+    for number, line in enumerate(complete.decode("utf-8", "replace").splitlines(), 1):
+        try:
+            entry = json.loads(line)
+        except ValueError:
+            entry = None
+        key = entry.get("alerted") if isinstance(entry, dict) else None
+        if not isinstance(key, str):
+            raise LedgerError(
+                f"{path}: line {number} is not a monitor journal line; restore it or delete "
+                "the file (alerts already sent may then be sent again)"
+            )
+        alerted.add(key)
+    return alerted
+
+
+class Ledger:
+    """The keys done and alerted; with a directory, kept on disk and locked to one monitor."""
+
+    def __init__(self, directory: Path | None) -> None:
+        self.directory = directory
+        self.done: set[str] = set()
+        self.alerted: set[str] = set()
+        self._journal: int | None = None
+        if directory is None:
+            return
+        directory.mkdir(parents=True, exist_ok=True)
+        path = directory / JOURNAL_FILE
+        self._journal = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o666)
+        try:
+            _lock(self._journal, directory)
+            self.alerted = read_journal(path)
+            self.done = set(record_keys(directory))
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        """Release the journal (and with it the lock)."""
+        if self._journal is not None:
+            os.close(self._journal)
+            self._journal = None
+
+    def finish(
+        self,
+        key: str,
+        record: Mapping[str, Any],
+        stem: str,
+        alert: Callable[[], None] | None = None,
+    ) -> None:
+        """Alert (once per key), then write the record that marks ``key`` done."""
+        if alert is not None and key not in self.alerted:
+            alert()
+            self._mark_alerted(key)
+        if self.directory is not None:
+            write_audit_record({**record, KEY_FIELD: key}, self.directory, stem)
+        self.done.add(key)
+
+    def _mark_alerted(self, key: str) -> None:
+        self.alerted.add(key)
+        if self._journal is not None:
+            # One write() of one short line: a kill lands before it or after it.
+            os.write(self._journal, (json.dumps({"alerted": key}) + "\n").encode("utf-8"))
+
+
+def _lock(descriptor: int, directory: Path) -> None:
+    """Hold an exclusive lock for this session; the kernel drops it when the process dies."""
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - Windows has no flock; one monitor per directory
+        return
+    try:
+        fcntl.flock(descriptor, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        raise LedgerError(
+            f"{directory}: another canon contract monitor is writing here; give each monitor "
+            "its own --output-dir"
+        ) from None
