@@ -271,15 +271,16 @@ def monitor_cloudwatch(
     try:
         while True:
             polls += 1
+            now = clock()  # one moment per poll: the spans it brings arrived "now"
             touched: set[str] = set()
             for event in _events(logs, log_group, watch.read_start_ms(newest, look_back_ms)):
                 stamp = event.get("timestamp")
                 if isinstance(stamp, int):
                     newest = max(newest, stamp)
-                trace_id = watch.take(event, clock())
+                trace_id = watch.take(event, now)
                 if trace_id is not None:
                     touched.add(trace_id)
-            watch.finish_quiet_traces(touched, clock())
+            watch.finish_quiet_traces(touched, now)
             _save_state(state_path, watch, newest)
             if (max_polls is not None and polls >= max_polls) or (stop is not None and stop()):
                 return watch.stats(polls, interrupted=False)

@@ -1,8 +1,16 @@
-"""Shared builders for the contract-gate tests: executions made by hand."""
+"""Shared pieces for the contract-gate tests: executions by hand, an AWS emulator, a kill kit."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -60,3 +68,155 @@ def kb_step() -> Callable[[str, str], Step]:
 def corpus_dir() -> Path:
     """The real-trace corpus shipped with the tests."""
     return CORPUS
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.fixture(scope="session")
+def aws_env() -> Iterator[dict[str, str]]:
+    """A moto server on 127.0.0.1 and the environment that points boto3 at it."""
+    pytest.importorskip("moto")
+    port = _free_port()
+    server = subprocess.Popen(
+        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+            break
+        except OSError:
+            if time.monotonic() > deadline or server.poll() is not None:
+                server.kill()
+                pytest.fail("moto server did not start")
+            time.sleep(0.1)
+    env = {
+        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }
+    yield env
+    server.terminate()
+    server.wait(timeout=10)
+
+
+@pytest.fixture
+def logs(aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A logs client on the emulator (tests make their own log groups)."""
+    boto3 = pytest.importorskip("boto3")
+    for key, value in aws_env.items():
+        monkeypatch.setenv(key, value)
+    return boto3.client("logs", region_name="us-east-1")
+
+
+@dataclass
+class Child:
+    """A process the test started: killed with SIGKILL or stopped with SIGINT."""
+
+    pid: int
+    log: Path
+    popen: subprocess.Popen[bytes] | None = None
+
+    def alive(self) -> bool:
+        if self.popen is not None:
+            return self.popen.poll() is None
+        done, _ = os.waitpid(self.pid, os.WNOHANG)
+        if done:
+            self.pid = -1
+        return not done
+
+    def kill(self) -> None:
+        """kill -9, then reap it."""
+        os.kill(self.pid, signal.SIGKILL)
+        self.wait(10)
+
+    def stop(self, timeout: float = 20) -> int:
+        """Ctrl-C, and its exit code."""
+        os.kill(self.pid, signal.SIGINT)
+        return self.wait(timeout)
+
+    def wait(self, timeout: float) -> int:
+        if self.popen is not None:
+            return self.popen.wait(timeout)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                return os.waitstatus_to_exitcode(status)
+            time.sleep(0.01)
+        os.kill(self.pid, signal.SIGKILL)
+        os.waitpid(self.pid, 0)
+        raise AssertionError(f"process {self.pid} did not end within {timeout} s")
+
+    def output(self) -> str:
+        return self.log.read_text(encoding="utf-8") if self.log.exists() else ""
+
+
+def fork_call(work: Callable[[], object], log: Path) -> Child:
+    """Run ``work`` in a forked copy of this process, its output going to ``log``.
+
+    A fork costs milliseconds where a fresh interpreter costs a second, which keeps twenty
+    kill trials fast; the child is a real process, so SIGKILL ends it as it ends any other.
+    """
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid:
+        return Child(pid, log)
+    code = 1
+    try:
+        handle = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.dup2(handle, 1)
+        os.dup2(handle, 2)
+        # the child's streams live until os._exit below, so no context manager closes them
+        sys.stdout = open(1, "w", encoding="utf-8", buffering=1, closefd=False)  # noqa: SIM115
+        sys.stderr = open(2, "w", encoding="utf-8", buffering=1, closefd=False)  # noqa: SIM115
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        work()
+        code = 0
+    except SystemExit as exc:
+        code = exc.code if isinstance(exc.code, int) else int(exc.code is not None)
+    except BaseException:
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def fork_cli(args: Sequence[str], log: Path) -> Child:
+    """``canon ARGS`` in a forked process (the click command, as ``python -m canon`` runs it)."""
+    from canon.cli import main
+
+    return fork_call(lambda: main.main(args=list(args), prog_name="canon"), log)
+
+
+def spawn_cli(args: Sequence[str], log: Path, env: dict[str, str] | None = None) -> Child:
+    """``python -m canon.cli ARGS`` as a fresh interpreter."""
+    with open(log, "wb") as stream:
+        popen = subprocess.Popen(
+            [sys.executable, "-m", "canon.cli", *args],
+            stdout=stream,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, **(env or {})},
+        )
+    return Child(popen.pid, log, popen)
+
+
+@pytest.fixture
+def kill_kit() -> Any:
+    """The process helpers of the kill -9 trials."""
+
+    class Kit:
+        fork = staticmethod(fork_call)
+        cli = staticmethod(fork_cli)
+        spawn = staticmethod(spawn_cli)
+
+    return Kit

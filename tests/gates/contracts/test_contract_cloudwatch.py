@@ -5,11 +5,9 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -31,51 +29,6 @@ constraints:
     steps: [lookup]
 """
 GROUP = "aws/spans"
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def aws_env() -> Iterator[dict[str, str]]:
-    """A moto server on 127.0.0.1 and the environment that points boto3 at it."""
-    port = _free_port()
-    server = subprocess.Popen(
-        [sys.executable, "-m", "moto.server", "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
-            break
-        except OSError:
-            if time.monotonic() > deadline or server.poll() is not None:
-                server.kill()
-                pytest.fail("moto server did not start")
-            time.sleep(0.1)
-    env = {
-        "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}",
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-east-1",
-    }
-    yield env
-    server.terminate()
-    server.wait(timeout=10)
-
-
-@pytest.fixture
-def logs(aws_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Any:
-    """A logs client on the emulator, with a fresh log group named after the test."""
-    for key, value in aws_env.items():
-        monkeypatch.setenv(key, value)
-    client = boto3.client("logs", region_name="us-east-1")
-    return client
 
 
 def _group(logs: Any, name: str) -> str:
@@ -325,3 +278,173 @@ def test_the_command_stops_cleanly_on_sigint(
     (record,) = _records(out)
     assert record["monitor_key"] == f"cloudwatch:{group}/{'e' * 32}"
     assert json.loads((out / ".canon-cloudwatch-state.json").read_text())["resume_ms"] > 0
+
+
+def _put_at(logs: Any, group: str, stamp_ms: int, spans: list[dict[str, Any]]) -> None:
+    events = [{"timestamp": stamp_ms + i, "message": json.dumps(s)} for i, s in enumerate(spans)]
+    logs.put_log_events(logGroupName=group, logStreamName="default", logEvents=events)
+
+
+@pytest.mark.parametrize(("look_back", "status"), [(600.0, "pass"), (0.0, "fail")])
+def test_a_span_delivered_late_with_an_early_stamp_joins_its_trace(
+    logs: Any, tmp_path: Path, look_back: float, status: str
+) -> None:
+    group = _group(logs, f"late-child-{status}")
+    trace = "1" * 32
+    root, tool = _trace(trace, "lookup")
+    now = int(time.time() * 1000)
+    _put_at(logs, group, now, [root])  # the root came first, stamped now
+    moments = iter([0.0, 1.0, 2.0, 9.0])  # the clock at each poll
+    polls: list[int] = []
+
+    def deliver_late(_: float) -> None:
+        polls.append(1)
+        if len(polls) == 1:  # the tool span comes a poll later, stamped before the root
+            _put_at(logs, group, now - 5_000, [tool])
+
+    stats = monitor_cloudwatch(
+        load_contract(CONTRACT),
+        group,
+        output_dir=tmp_path,
+        settle=5,
+        look_back=look_back,
+        max_polls=4,
+        sleep=deliver_late,
+        clock=lambda: next(moments),
+        client=logs,
+    )
+    assert stats.validated == 1
+    (record,) = _records(tmp_path)
+    # without the look-back the read resumes after the root and the tool span is never seen:
+    # the false FAIL the window exists to prevent
+    assert record["verdict"]["status"] == status
+
+
+def test_spans_stamped_before_the_resume_point_are_read_after_a_restart(
+    logs: Any, tmp_path: Path
+) -> None:
+    group = _group(logs, "before-resume")
+    now = int(time.time() * 1000)
+    early, later = "2" * 32, "3" * 32
+    _put_at(logs, group, now, _trace(later, "lookup"))
+    contract = load_contract(CONTRACT)
+
+    def run() -> Any:
+        return monitor_cloudwatch(
+            contract,
+            group,
+            output_dir=tmp_path,
+            max_polls=2,
+            sleep=lambda _: None,
+            client=logs,
+            settle=0,
+            look_back=60,
+        )
+
+    assert run().validated == 1
+    resume = json.loads((tmp_path / ".canon-cloudwatch-state.json").read_text())["resume_ms"]
+    assert resume >= now
+    _put_at(logs, group, now - 30_000, _trace(early, "lookup"))  # delivered after, stamped before
+    second = run()
+    assert (second.validated, second.passed) == (1, 1)
+    assert sorted(r["verdict"]["execution_id"] for r in _records(tmp_path)) == [early, later]
+
+
+def test_a_trace_waits_for_the_settle_window_after_its_last_span(logs: Any, tmp_path: Path) -> None:
+    group = _group(logs, "settle")
+    _put(logs, group, _trace("4" * 32, "lookup"))
+    moments = iter([100.0, 103.0, 104.9])  # the clock at each poll
+
+    stats = monitor_cloudwatch(
+        load_contract(CONTRACT),
+        group,
+        output_dir=tmp_path,
+        settle=5,
+        max_polls=3,
+        sleep=lambda _: None,
+        clock=lambda: next(moments),
+        client=logs,
+    )
+    assert (stats.validated, stats.pending) == (0, 1)  # quiet polls, but only 4.9 s quiet
+    stats = monitor_cloudwatch(
+        load_contract(CONTRACT),
+        group,
+        output_dir=tmp_path,
+        settle=5,
+        max_polls=2,
+        sleep=lambda _: None,
+        clock=iter([0.0, 5.0]).__next__,
+        client=logs,
+    )
+    assert (stats.validated, stats.pending) == (1, 0)
+
+
+def test_a_span_delivered_twice_counts_once(logs: Any, tmp_path: Path) -> None:
+    group = _group(logs, "twice")
+    spans = _trace("5" * 32, "lookup")
+    _put(logs, group, [*spans, spans[1]])  # the exporter retried the tool span
+    stats = monitor_cloudwatch(
+        load_contract(CONTRACT),
+        group,
+        output_dir=tmp_path,
+        max_polls=2,
+        sleep=lambda _: None,
+        client=logs,
+        settle=0,
+    )
+    assert stats.validated == 1
+    (record,) = _records(tmp_path)
+    assert record["execution_summary"]["tool_calls"] == ["lookup"]
+
+
+def test_traces_an_older_state_file_lists_are_not_validated_again(
+    logs: Any, tmp_path: Path
+) -> None:
+    group = _group(logs, "legacy-state")
+    done, new = "6" * 32, "7" * 32
+    _put(logs, group, _trace(done, "lookup") + _trace(new, "lookup"))
+    (tmp_path / ".canon-cloudwatch-state.json").write_text(
+        json.dumps({"log_group": group, "resume_ms": 0, "validated": [done]})
+    )
+    stats = monitor_cloudwatch(
+        load_contract(CONTRACT),
+        group,
+        output_dir=tmp_path,
+        max_polls=2,
+        sleep=lambda _: None,
+        client=logs,
+        settle=0,
+    )
+    assert stats.validated == 1
+    assert [r["verdict"]["execution_id"] for r in _records(tmp_path)] == [new]
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        '{"log_group": "G", "resume_ms": -1}',
+        '{"log_group": "G", "resume_ms": "soon"}',
+        '{"log_group": "G", "resume_ms": 0, "validated": "all"}',
+    ],
+)
+def test_a_malformed_state_file_is_refused(logs: Any, tmp_path: Path, state: str) -> None:
+    group = _group(logs, f"bad-state-{abs(hash(state)) % 10_000}")
+    (tmp_path / ".canon-cloudwatch-state.json").write_text(state.replace('"G"', json.dumps(group)))
+    with pytest.raises(CloudWatchError, match=r"malformed monitor state; delete it"):
+        monitor_cloudwatch(
+            load_contract(CONTRACT), group, output_dir=tmp_path, max_polls=1, client=logs
+        )
+
+
+def test_look_back_without_a_log_group_is_a_usage_error(tmp_path: Path) -> None:
+    contract = tmp_path / "c.yaml"
+    contract.write_text(CONTRACT)
+    base = ["contract", "monitor", str(tmp_path), "--contract", str(contract)]
+    result = CliRunner().invoke(
+        cli, [*base, "--output-dir", str(tmp_path / "out"), "--look-back", "60"]
+    )
+    assert result.exit_code == 2
+    assert "--look-back goes with --cloudwatch-log-group" in result.output
+    result = CliRunner().invoke(cli, [*base, "--output-dir", str(tmp_path), "--settle", "-1"])
+    assert result.exit_code == 2
+    assert "--settle" in result.output
