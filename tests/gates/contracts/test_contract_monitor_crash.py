@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 TRACES = 8
-SETTLE = 0.25  # longer than any pause inside a file's writing below
+SETTLE = 0.15  # longer than any pause inside a file's writing below
 POLL = 0.02
 ABC = Path(__file__).resolve().parents[2] / "corpus" / "traces" / "abc-examples"
 
@@ -67,7 +67,7 @@ def test_a_kill_and_restart_neither_repeats_nor_skips(
             "invalid": rng.random() < 0.4,
             "halves": rng.random() < 0.4,
             "pause": rng.uniform(0.0, SETTLE / 3),
-            "gap": rng.uniform(0.0, 0.05),
+            "gap": rng.uniform(0.0, 0.03),
         }
         for index in range(TRACES)
     ]
@@ -89,7 +89,7 @@ def test_a_kill_and_restart_neither_repeats_nor_skips(
         assert producer.wait(30) == 0, producer.output()
         everything = _wait_for(lambda: len(list(out.glob("*.json"))) >= TRACES, 30)
         assert everything, second.output()
-        time.sleep(SETTLE + 5 * POLL)  # room for a duplicate to appear, if one were coming
+        time.sleep(SETTLE + 3 * POLL)  # room for a duplicate to appear, if one were coming
     finally:
         code = second.stop()
     assert code == 0, second.output()
