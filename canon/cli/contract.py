@@ -300,8 +300,19 @@ def monitor(
 
     def announce(record: AuditRecord) -> None:
         verdict = record.verdict
-        click.echo(f"{verdict.status.upper():<5} {record.trace}")
-        click.echo("\n".join(_violation_lines(verdict)))
+        # one write: the alert's mark follows it at once (see canon.monitor.ledger)
+        click.echo(
+            "\n".join([f"{verdict.status.upper():<5} {record.trace}", *_violation_lines(verdict)])
+        )
+
+    place = f"cloudwatch:{log_group}" if log_group is not None else str(watch_dir)
+
+    def started(done: int) -> None:
+        click.echo(
+            f"canon contract monitor: watching {place}; {done} trace(s) already have "
+            f"records in {output_dir}",
+            err=True,
+        )
 
     options: dict[str, Any] = {
         "output_dir": output_dir,
@@ -309,6 +320,7 @@ def monitor(
         "metadata": parse_metadata(pairs) or None,
         "source_map": _source_map(source_map),
         "on_violation": announce,
+        "on_start": started,
         "max_polls": max_polls,
     }
     if settle is not None:

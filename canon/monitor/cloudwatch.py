@@ -238,6 +238,7 @@ def monitor_cloudwatch(
     metadata: Mapping[str, Any] | None = None,
     source_map: Mapping[str, DataSource] | None = None,
     on_violation: Callable[[AuditRecord], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
     max_polls: int | None = None,
     stop: Callable[[], bool] | None = None,
     sleep: Callable[[float], None] = time.sleep,
@@ -252,8 +253,10 @@ def monitor_cloudwatch(
     are delivered late or stamped early. With ``output_dir``, the audit records there are
     the memory across restarts and kills, and ``on_violation`` fires once per trace (a kill
     in the instant after an alert may repeat that one alert); the state file (default:
-    ``.canon-cloudwatch-state.json`` in ``output_dir``) says where to resume. Stops after
-    ``max_polls`` polls, when ``stop()`` returns True, or on Ctrl-C; returns the statistics.
+    ``.canon-cloudwatch-state.json`` in ``output_dir``) says where to resume. ``on_start``
+    gets the number of traces that already have a record, before the first poll. Stops
+    after ``max_polls`` polls, when ``stop()`` returns True, or on Ctrl-C; returns the
+    statistics.
     """
     directory = None if output_dir is None else Path(output_dir)
     state_path = Path(state_file) if state_file is not None else None
@@ -269,6 +272,8 @@ def monitor_cloudwatch(
     newest = resume_ms
     polls = 0
     try:
+        if on_start is not None:
+            on_start(len(ledger.done))  # resumed: this many traces already have a record
         while True:
             polls += 1
             now = clock()  # one moment per poll: the spans it brings arrived "now"

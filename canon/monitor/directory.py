@@ -125,6 +125,7 @@ def monitor_directory(
     metadata: Mapping[str, Any] | None = None,
     source_map: Mapping[str, DataSource] | None = None,
     on_violation: Callable[[AuditRecord], None] | None = None,
+    on_start: Callable[[int], None] | None = None,
     max_polls: int | None = None,
     stop: Callable[[], bool] | None = None,
     sleep: Callable[[float], None] = time.sleep,
@@ -136,14 +137,17 @@ def monitor_directory(
     its modification time). With ``output_dir``, the records there are the memory: across
     restarts, and across a kill, no trace is validated twice or skipped, and
     ``on_violation`` (called with each FAIL or WARN record) fires once per trace (a kill in
-    the instant after an alert may repeat that one alert). Stops after ``max_polls`` polls,
-    when ``stop()`` returns True, or on Ctrl-C, and returns the statistics.
+    the instant after an alert may repeat that one alert). ``on_start`` gets the number of
+    traces that already have a record, before the first poll. Stops after ``max_polls``
+    polls, when ``stop()`` returns True, or on Ctrl-C, and returns the statistics.
     """
     directory = Path(watch_dir)
     ledger = Ledger(None if output_dir is None else Path(output_dir))
     session = _Session(contract, ledger, metadata, source_map, on_violation, settle, clock)
     polls = 0
     try:
+        if on_start is not None:
+            on_start(len(ledger.done))  # resumed: this many traces already have a record
         while True:
             polls += 1
             found = {path for pattern in TRACE_PATTERNS for path in directory.glob(pattern)}

@@ -6,9 +6,11 @@ not at all, so a record never exists twice and a trace with a record is never va
 again. The ledger is rebuilt at start from the records in the output directory rather
 than from a separate list that a kill could leave behind the records. Alerts leave the
 process, so they cannot share that step: each is sent, then marked in an append-only
-journal, then the record is written. A kill before the mark repeats one alert on restart
-(never loses it); a kill after the mark but before the record re-validates the trace and
-sends nothing. A torn last journal line (a kill mid-write) is cut off on restart.
+journal, then the record is written. A kill between an alert and its mark (two system
+calls apart) repeats that one alert on restart rather than lose it; a kill after the mark
+but before the record re-validates the trace and sends nothing. The journal itself holds
+each alert exactly once, with its trace and status, for a notifier to follow. A torn last
+line (a kill mid-write) is cut off on restart.
 """
 
 from __future__ import annotations
@@ -117,16 +119,21 @@ class Ledger:
         """Alert (once per key), then write the record that marks ``key`` done."""
         if alert is not None and key not in self.alerted:
             alert()
-            self._mark_alerted(key)
+            self._mark_alerted(key, record)
         if self.directory is not None:
             write_audit_record({**record, KEY_FIELD: key}, self.directory, stem)
         self.done.add(key)
 
-    def _mark_alerted(self, key: str) -> None:
+    def _mark_alerted(self, key: str, record: Mapping[str, Any]) -> None:
         self.alerted.add(key)
-        if self._journal is not None:
-            # One write() of one short line: a kill lands before it or after it.
-            os.write(self._journal, (json.dumps({"alerted": key}) + "\n").encode("utf-8"))
+        if self._journal is None:
+            return
+        verdict = record.get("verdict")
+        status = verdict.get("status") if isinstance(verdict, Mapping) else None
+        line = {"alerted": key, "trace": record.get("trace"), "status": status}
+        # One write() of one line: a kill lands before it or after it, so the journal holds
+        # each alert exactly once, whatever happened to the process around it.
+        os.write(self._journal, (json.dumps(line, sort_keys=True) + "\n").encode("utf-8"))
 
 
 def _lock(descriptor: int, directory: Path) -> None:

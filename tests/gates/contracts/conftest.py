@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 import traceback
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -123,18 +123,21 @@ class Child:
     pid: int
     log: Path
     popen: subprocess.Popen[bytes] | None = None
+    code: int | None = None  # once reaped
 
     def alive(self) -> bool:
         if self.popen is not None:
             return self.popen.poll() is None
-        done, _ = os.waitpid(self.pid, os.WNOHANG)
-        if done:
-            self.pid = -1
-        return not done
+        if self.code is None:
+            done, status = os.waitpid(self.pid, os.WNOHANG)
+            if done:
+                self.code = os.waitstatus_to_exitcode(status)
+        return self.code is None
 
     def kill(self) -> None:
         """kill -9, then reap it."""
-        os.kill(self.pid, signal.SIGKILL)
+        if self.alive():
+            os.kill(self.pid, signal.SIGKILL)
         self.wait(10)
 
     def stop(self, timeout: float = 20) -> int:
@@ -147,9 +150,9 @@ class Child:
             return self.popen.wait(timeout)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            done, status = os.waitpid(self.pid, os.WNOHANG)
-            if done:
-                return os.waitstatus_to_exitcode(status)
+            if not self.alive():
+                assert self.code is not None
+                return self.code
             time.sleep(0.01)
         os.kill(self.pid, signal.SIGKILL)
         os.waitpid(self.pid, 0)
@@ -210,6 +213,55 @@ def spawn_cli(args: Sequence[str], log: Path, env: dict[str, str] | None = None)
     return Child(popen.pid, log, popen)
 
 
+# A trial is a generator that yields what it waits for: a number of seconds, or a
+# predicate to become true. Trials spend their time waiting, so several run at once.
+Trial = Generator["float | Callable[[], bool]", None, None]
+
+
+def run_together(trials: dict[str, Trial], timeout: float = 60.0) -> None:
+    """Drive the trials side by side; fail naming every trial that failed or hung."""
+    waiting: dict[str, tuple[Trial, Callable[[], bool], float]] = {}
+    failures: dict[str, BaseException] = {}
+
+    def advance(name: str, trial: Trial) -> None:
+        try:
+            step = next(trial)
+        except StopIteration:
+            return
+        except Exception as exc:
+            failures[name] = exc
+            return
+        if callable(step):
+            ready = step
+        else:
+            at = time.monotonic() + step
+            ready = lambda: time.monotonic() >= at  # noqa: E731 - one moment per step
+        waiting[name] = (trial, ready, time.monotonic() + timeout)
+
+    for name, trial in trials.items():
+        advance(name, trial)
+    try:
+        while waiting:
+            moved = False
+            for name, (trial, ready, deadline) in list(waiting.items()):
+                if ready():
+                    del waiting[name]
+                    advance(name, trial)
+                    moved = True
+                elif time.monotonic() > deadline:
+                    del waiting[name]
+                    trial.close()  # its finally clauses stop its processes
+                    failures[name] = AssertionError(f"waited more than {timeout} s")
+            if not moved:
+                time.sleep(0.002)
+    finally:
+        for trial, _, _ in waiting.values():
+            trial.close()
+    if failures:
+        lines = [f"{name}: {type(exc).__name__}: {exc}" for name, exc in failures.items()]
+        raise AssertionError(f"{len(failures)} trial(s) failed:\n" + "\n".join(lines))
+
+
 @pytest.fixture
 def kill_kit() -> Any:
     """The process helpers of the kill -9 trials."""
@@ -218,5 +270,6 @@ def kill_kit() -> Any:
         fork = staticmethod(fork_call)
         cli = staticmethod(fork_cli)
         spawn = staticmethod(spawn_cli)
+        together = staticmethod(run_together)
 
     return Kit

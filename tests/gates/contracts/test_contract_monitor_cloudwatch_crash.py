@@ -1,10 +1,10 @@
 """kill -9 trials for the CloudWatch monitor on moto: every trace once, late spans included.
 
 Each trial is seeded: a producer puts eight traces into a fresh log group, some with a span
-delivered late and stamped before the spans already there (a root span is stamped with its
-start but exported last; a batch is retried), the monitor is killed with SIGKILL at a
-seeded moment, restarted, and stopped with Ctrl-C once every trace has a record. The
-trials run the real command in forked processes; one runs ``python -m canon.cli``.
+delivered one put late and stamped seconds before the spans already there (a root span is
+stamped with its start but exported last; a batch is retried). The monitor is killed with
+SIGKILL at a seeded moment, restarted, and stopped with Ctrl-C once every trace has a
+record. The trials run the real command in forked processes; one runs ``python -m canon.cli``.
 """
 
 from __future__ import annotations
@@ -21,14 +21,14 @@ import pytest
 pytest.importorskip("boto3")
 
 TRACES = 8
-SETTLE = 0.3  # longer than any late delivery below plus a poll
-POLL = 0.05
+SETTLE = 1.0  # a late span comes one put later: far less, even on a busy machine
+POLL = 0.1
 CONTRACT = """
 name: needs-lookup
 version: "1"
 constraints:
   - type: must_include_steps
-    steps: [lookup]
+    steps: ["invoke_agent a", lookup]  # the root span and the tool call: each can come late
 """
 
 
@@ -60,69 +60,58 @@ def _spans(trace: str, tool: str) -> tuple[dict[str, Any], dict[str, Any]]:
 
 
 def _schedule(rng: random.Random, seed: int) -> tuple[list[dict[str, Any]], list[Any]]:
-    """The traces, and the puts in time order: (seconds from start, stamp offset ms, span)."""
-    plan, puts, moment = [], [], 0.0
+    """The traces, and the puts in order: (pause before it, [(stamp offset ms, span)])."""
+    plan: list[dict[str, Any]] = []
+    puts: list[Any] = []
+    held: list[tuple[int, dict[str, Any]]] = []  # the late spans, for the next put
     for index in range(TRACES):
         trace = f"{seed + 1:08x}{index + 1:024x}"
         invalid = rng.random() < 0.4
         root, call = _spans(trace, "guess" if invalid else "lookup")
         delivery = rng.choice(["together", "late tool", "late root"])
-        moment += rng.uniform(0.0, 0.03)
         stamp = index * 10
-        late = moment + rng.uniform(0.05, SETTLE - 2 * POLL)
+        # a late span comes with the next put, stamped seconds before what is already there:
+        # a root span is stamped with its start but exported last; a batch is retried
         if delivery == "together":
-            puts += [(moment, stamp, root), (moment, stamp + 1, call)]
-        elif delivery == "late tool":  # delivered after the root, stamped seconds before it
-            puts += [(moment, stamp + 1, root), (late, stamp - 5_000, call)]
-        else:  # the root is stamped with its start, the earliest, and exported last
-            puts += [(moment, stamp + 1, call), (late, stamp - 5_000, root)]
+            now = [(stamp, root), (stamp + 1, call)]
+        elif delivery == "late tool":
+            now, late = [(stamp + 1, root)], (stamp - 5_000, call)
+        else:
+            now, late = [(stamp + 1, call)], (stamp - 5_000, root)
+        puts.append((rng.uniform(0.0, 0.03), sorted(held + now, key=lambda item: item[0])))
+        held = [] if delivery == "together" else [late]
         plan.append({"trace": trace, "invalid": invalid, "delivery": delivery})
-    return plan, sorted(puts, key=lambda put: put[0])
+    puts.append((rng.uniform(0.0, 0.03), held))
+    return plan, [put for put in puts if put[1]]
 
 
 def _produce(group: str, puts: list[Any], base_ms: int) -> None:
     import boto3  # type: ignore[import-untyped]
 
     client = boto3.client("logs", region_name="us-east-1")
-    started = time.monotonic()
-    for moment, offset, span in puts:
-        time.sleep(max(0.0, moment - (time.monotonic() - started)))
-        client.put_log_events(
-            logGroupName=group,
-            logStreamName="default",
-            logEvents=[{"timestamp": base_ms + offset, "message": json.dumps(span)}],
-        )
+    for pause, spans in puts:
+        time.sleep(pause)
+        events = [{"timestamp": base_ms + at, "message": json.dumps(s)} for at, s in spans]
+        client.put_log_events(logGroupName=group, logStreamName="default", logEvents=events)
 
 
 def _record_paths(out: Path) -> list[Path]:
     return [p for p in sorted(out.glob("*.json")) if not p.name.startswith(".")]
 
 
-def _wait_for(predicate: Any, seconds: float) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.002)
-    return False
+BATCHES = [list(range(start, start + 5)) for start in range(0, 20, 5)]  # 20 seeds in all
 
 
-def _trials() -> list[Any]:
-    trials = [pytest.param("fork", seed, id=f"seed{seed}") for seed in range(20)]
-    return [*trials, pytest.param("process", 100, id="python-m-canon-seed100")]
-
-
-@pytest.mark.parametrize(("how", "seed"), _trials())
-def test_a_kill_and_restart_neither_repeats_nor_skips_nor_misses_late_spans(
-    how: str, seed: int, logs: Any, aws_env: dict[str, str], tmp_path: Path, kill_kit: Any
-) -> None:
+def _trial(how: str, seed: int, root: Path, logs: Any, env: dict[str, str], kit: Any) -> Any:
+    """One seeded trial: produce, kill -9 at a seeded moment, restart, check."""
     rng = random.Random(seed)
     plan, puts = _schedule(rng, seed)
     kill_after, jitter = rng.randint(0, TRACES - 1), rng.uniform(0.0, 0.02)
     group = f"crash-{how}-{seed}"
     logs.create_log_group(logGroupName=group)
     logs.create_log_stream(logGroupName=group, logStreamName="default")
-    contract, out = tmp_path / "contract.yaml", tmp_path / "out"
+    root.mkdir(parents=True)
+    contract, out = root / "contract.yaml", root / "out"
     contract.write_text(CONTRACT)
     args = [
         *("contract", "monitor", "--cloudwatch-log-group", group, "--region", "us-east-1"),
@@ -131,24 +120,25 @@ def test_a_kill_and_restart_neither_repeats_nor_skips_nor_misses_late_spans(
     ]
 
     def start(log: Path) -> Any:
-        if how == "fork":
-            return kill_kit.cli(args, log)
-        return kill_kit.spawn(args, log, env=aws_env)
+        return kit.cli(args, log) if how == "fork" else kit.spawn(args, log, env=env)
 
     base_ms = int(time.time() * 1000) - 60_000
-    producer = kill_kit.fork(lambda: _produce(group, puts, base_ms), tmp_path / "producer.log")
-    first = start(tmp_path / "first.log")
-    _wait_for(lambda: len(_record_paths(out)) >= kill_after, 30)
-    time.sleep(jitter)
+    first = start(root / "first.log")
+    yield lambda: "canon contract monitor: watching" in first.output()  # then spans arrive
+    producer = kit.fork(lambda: _produce(group, puts, base_ms), root / "producer.log")
+    yield lambda: len(_record_paths(out)) >= kill_after
+    yield jitter
     first.kill()
-    second = start(tmp_path / "second.log")
+    second = start(root / "second.log")
     try:
-        assert producer.wait(30) == 0, producer.output()
-        everything = _wait_for(lambda: len(_record_paths(out)) >= TRACES, 30)
-        assert everything, second.output()
-        time.sleep(SETTLE + 2 * POLL)  # room for a duplicate to appear, if one were coming
+        yield lambda: not producer.alive()
+        yield lambda: len(_record_paths(out)) >= TRACES
+        yield lambda: "canon contract monitor: watching" in second.output()
+        # a duplicate would come a settle window after the restart read everything again
+        yield SETTLE + 4 * POLL
     finally:
         code = second.stop()
+    assert producer.code == 0, producer.output()
     assert code == 0, second.output()
     records = [json.loads(p.read_text()) for p in _record_paths(out)]
     traces = Counter(record["verdict"]["execution_id"] for record in records)
@@ -161,4 +151,22 @@ def test_a_kill_and_restart_neither_repeats_nor_skips_nor_misses_late_spans(
     failing = [
         f"cloudwatch:{group}/{trace}" for trace, status in expected.items() if status == "fail"
     ]
-    assert alerts == Counter(failing)
+    journal = (out / ".canon-monitor-alerts.jsonl").read_text().splitlines()
+    assert Counter(json.loads(line)["trace"] for line in journal) == Counter(failing)  # once each
+    # printed: none lost; the one kill may repeat the alert it cut off from its mark
+    assert set(alerts) == set(failing) and sum(alerts.values()) <= len(failing) + 1
+
+
+@pytest.mark.parametrize("seeds", BATCHES, ids=lambda seeds: f"seeds{seeds[0]}-{seeds[-1]}")
+def test_a_kill_and_restart_neither_repeats_nor_skips_nor_misses_late_spans(
+    seeds: list[int], logs: Any, aws_env: dict[str, str], tmp_path: Path, kill_kit: Any
+) -> None:
+    kill_kit.together(
+        {f"seed {s}": _trial("fork", s, tmp_path / str(s), logs, aws_env, kill_kit) for s in seeds}
+    )
+
+
+def test_a_kill_of_python_m_canon_on_cloudwatch_neither_repeats_nor_skips(
+    logs: Any, aws_env: dict[str, str], tmp_path: Path, kill_kit: Any
+) -> None:
+    kill_kit.together({"seed 100": _trial("process", 100, tmp_path / "t", logs, aws_env, kill_kit)})
