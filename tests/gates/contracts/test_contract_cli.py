@@ -246,11 +246,14 @@ def test_monitor_command_validates_and_writes_audit_records(traces, tmp_path):
         "2",
         "--poll-interval",
         "0",
+        "--settle",
+        "0",  # the files were just written; take them as finished
     )
     assert result.exit_code == 0
     assert "validated 2 trace(s)" in result.stdout and "1 unreadable" in result.stdout
     assert "compliance 50.0%" in result.stdout
     assert sorted(p.name for p in out.iterdir()) == [
+        ".canon-monitor-alerts.jsonl",
         "error_c_broken.json",
         "fail_a_invalid.json",
         "pass_b_valid.json",
