@@ -11,13 +11,14 @@ file that is no trace gets one error record; it is read again only if it changes
 from __future__ import annotations
 
 import hashlib
+import os
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from canon.errors import CanonError
+from canon.errors import CanonError, InputError
 from canon.gates.contracts.audit import AuditRecord, create_audit_record
 from canon.gates.contracts.execution import DataSource
 from canon.gates.contracts.model import Contract
@@ -142,6 +143,12 @@ def monitor_directory(
     polls, when ``stop()`` returns True, or on Ctrl-C, and returns the statistics.
     """
     directory = Path(watch_dir)
+    if output_dir is not None and os.path.realpath(output_dir) == os.path.realpath(directory):
+        # its own records would land among the traces and be read as traces, without end
+        raise InputError(
+            f"{output_dir}: the audit records cannot go into the watched directory; "
+            "give another --output-dir"
+        )
     ledger = Ledger(None if output_dir is None else Path(output_dir))
     session = _Session(contract, ledger, metadata, source_map, on_violation, settle, clock)
     polls = 0

@@ -142,3 +142,18 @@ def test_without_an_output_directory_nothing_is_kept(tmp_path, corpus_dir):
         )
     assert alerts == ["x", "x"]  # memory lives in the output directory only
     assert sorted(p.name for p in tmp_path.iterdir()) == ["in"]
+
+
+def test_records_cannot_go_into_the_watched_directory(tmp_path, corpus_dir):
+    watch = tmp_path / "in"
+    _invalid(corpus_dir, watch / "a.json")
+    result = CliRunner().invoke(
+        cli,
+        [
+            *("contract", "monitor", str(watch), "--contract", "claims-processing-v1"),
+            *("--output-dir", str(tmp_path / "in" / "."), "--max-polls", "1"),
+        ],
+    )
+    assert result.exit_code == 2
+    assert "cannot go into the watched directory" in result.output
+    assert sorted(p.name for p in watch.iterdir()) == ["a.json"]
