@@ -281,11 +281,12 @@ def monitor(
     """Validate traces in WATCH_DIR (or a CloudWatch log group) as they come; Ctrl-C stops.
 
     Each trace is validated once, also across restarts and a kill -9: the audit records in
-    OUTPUT_DIR carry their trace's key and are the monitor's memory, and each FAIL/WARN is
-    printed once. A file is read once unchanged for --settle seconds. With
-    --cloudwatch-log-group, spans are grouped into traces and a trace is validated once no
-    span came for it for --settle seconds; reads reach back by --look-back seconds; where to
-    resume is kept in OUTPUT_DIR/.canon-cloudwatch-state.json. Needs boto3: pip install
+    OUTPUT_DIR carry their trace's key and are the monitor's memory; each FAIL/WARN is
+    printed and journaled once in OUTPUT_DIR/.canon-monitor-alerts.jsonl. A file is read
+    once unchanged for --settle seconds. With --cloudwatch-log-group, spans are grouped
+    into traces and a trace is validated once no span came for it for --settle seconds;
+    reads reach back by --look-back seconds; where to resume is kept in
+    OUTPUT_DIR/.canon-cloudwatch-state.json. Needs boto3: pip install
     "canon-testing[cloudwatch]".
     """
     if (watch_dir is None) == (log_group is None):
