@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 TRACES = 8
-SETTLE = 0.4  # well beyond any pause inside a file's writing: a busy machine adds delay
+SETTLE = 0.6  # well beyond any pause inside a file's writing: a busy machine adds delay
 POLL = 0.02
 ABC = Path(__file__).resolve().parents[2] / "corpus" / "traces" / "abc-examples"
 
