@@ -17,6 +17,7 @@ from canon.gates.contracts.audit import AuditRecord
 from canon.gates.contracts.dump import dump_contract
 from canon.gates.contracts.execution import DataSource
 from canon.gates.contracts.generate import generate_contract
+from canon.gates.contracts.loader import merge_source_maps
 from canon.gates.contracts.model import Contract, Verdict
 from canon.gates.contracts.templates import TEMPLATE_NAMES, list_templates, template_text
 from canon.gates.contracts.validate import validate
@@ -26,6 +27,7 @@ from canon.project.contract_files import load_contract_file, read_source_map, re
 from canon.project.store import dump_json, write_text_atomic
 
 _TRACE_SUFFIXES = (".json", ".jsonl")
+_MERGED_MAP_HELP = "JSON/YAML tool → source map, added to the contract's own (wins a clash)."
 
 
 def parse_metadata(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -71,6 +73,23 @@ def _source_map(path: Path | None) -> dict[str, DataSource] | None:
     return None if path is None else read_source_map(path)
 
 
+def _merged_source_map(loaded: Contract, path: Path | None) -> dict[str, DataSource]:
+    """The contract's own source map with ``--source-map`` laid over it; notes each clash."""
+    given = _source_map(path)
+    if given is None:
+        return dict(loaded.source_map)
+    merged, clashes = merge_source_maps(loaded.source_map, given)
+    for tool in clashes:
+        own, mine = loaded.source_map[tool], given[tool]
+        click.echo(
+            f"canon: note: --source-map {path} maps tool {tool!r} to {mine.name!r} "
+            f"({mine.type}); {loaded.name} maps it to {own.name!r} ({own.type}); "
+            "--source-map wins",
+            err=True,
+        )
+    return merged
+
+
 @click.group(context_settings=HELP_OPTIONS, epilog=docs_epilog("contracts", "gates"))
 def contract() -> None:
     """Check OpenTelemetry traces against behavioral contracts."""
@@ -83,7 +102,7 @@ def _violation_lines(verdict: Verdict) -> list[str]:
 @contract.command("run")
 @click.option("--contract", "contract_ref", required=True, help="Contract file or template name.")
 @click.option("--traces", "patterns", required=True, multiple=True, help="Trace file, dir or glob.")
-@click.option("--source-map", type=click.Path(path_type=Path), help="JSON/YAML tool → source map.")
+@click.option("--source-map", type=click.Path(path_type=Path), help=_MERGED_MAP_HELP)
 @click.option("--metadata", "pairs", multiple=True, help="key=value added to every execution.")
 @click.option("--fail-on-violation", is_flag=True, help="Exit 1 when any trace FAILs.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
@@ -98,7 +117,7 @@ def run(
 ) -> None:
     """Validate every matching trace; a file that is not a trace is reported, the rest still run."""
     loaded = load_contract_file(contract_ref)
-    mapping = _source_map(source_map)
+    mapping = _merged_source_map(loaded, source_map)
     metadata = parse_metadata(pairs)
     records: list[dict[str, Any]] = []
     lines: list[str] = []
@@ -240,7 +259,7 @@ def _print_stats(stats: MonitorStats) -> None:
     help="Poll this CloudWatch Logs group of spans (e.g. aws/spans) instead of WATCH_DIR.",
 )
 @click.option("--region", help="AWS region of the log group (default: the AWS configuration).")
-@click.option("--source-map", type=click.Path(path_type=Path), help="JSON/YAML tool → source map.")
+@click.option("--source-map", type=click.Path(path_type=Path), help=_MERGED_MAP_HELP)
 @click.option("--metadata", "pairs", multiple=True, help="key=value added to every execution.")
 @click.option("--poll-interval", type=float, default=5.0, show_default=True, help="Seconds.")
 @click.option("--max-polls", type=int, default=None, help="Stop after this many polls.")
@@ -280,7 +299,7 @@ def monitor(
         "output_dir": output_dir,
         "poll_interval": poll_interval,
         "metadata": parse_metadata(pairs) or None,
-        "source_map": _source_map(source_map),
+        "source_map": _merged_source_map(loaded, source_map),
         "on_violation": announce,
         "max_polls": max_polls,
     }

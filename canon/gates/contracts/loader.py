@@ -159,6 +159,20 @@ def parse_source_map(raw: object, where: str = "source_map") -> dict[str, DataSo
     return {str(tool): _data_source(tool, entry, where) for tool, entry in raw.items()}
 
 
+def merge_source_maps(
+    own: Mapping[str, DataSource], given: Mapping[str, DataSource]
+) -> tuple[dict[str, DataSource], tuple[str, ...]]:
+    """The contract's own map with ``given`` laid over it, and the tools both map differently.
+
+    The given map wins a clash: it is what the user named for this run, and a contract
+    template cannot know the user's tool names.
+    """
+    clashes = tuple(
+        sorted(tool for tool, source in given.items() if tool in own and own[tool] != source)
+    )
+    return {**own, **given}, clashes
+
+
 def parse_yaml(text: str, origin: str) -> Any:
     """Parse YAML text, turning syntax errors into ``ContractError`` with the position."""
     try:

@@ -17,8 +17,8 @@ from canon.gates.contracts import validate as validate_contract
 from canon.gates.contracts.errors import ContractError
 from canon.gates.contracts.values import parse_value_test
 
-KYC_VALID = Path(__file__).resolve().parents[2] / "corpus" / "traces" / "abc-examples" / (
-    "kyc_valid.json"
+KYC_VALID = (
+    Path(__file__).resolve().parents[2] / "corpus" / "traces" / "abc-examples" / ("kyc_valid.json")
 )
 NON_FINITE = [math.nan, math.inf, -math.inf, "NaN", "nan", " Infinity ", "-inf"]
 ESCALATION = "must_escalate_when(risk_score >= 70 or not a number)"
