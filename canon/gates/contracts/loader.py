@@ -6,6 +6,7 @@ offending key, because a typo that silently disables a check is worse than a cra
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -57,6 +58,17 @@ _PARAMETERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "must_escalate_when": (("condition", "description"), ("escalation_markers",)),
 }
 CONSTRAINT_TYPES: tuple[str, ...] = tuple(_PARAMETERS)
+PYTHON_SUFFIXES = (".py", ".pyw")
+PYTHON_CONTRACT_MESSAGE = (
+    "Python contract files are not read; write the contract as YAML (see docs/contracts.md)"
+)
+# Lines only Python starts at column 0; a YAML mapping has keys there. The reference package
+# loads contracts from .py files, so these are what a migrating user's file holds.
+_PYTHON_LINE = re.compile(
+    r"^(?:from\s+[\w.]+\s+import\s|import\s+\w|def\s+\w+\s*\(|class\s+\w+\s*[(:]"
+    r"|#!.*python|\w+\s*=\s*(?:Contract|\w+\.Contract)\s*\()",
+    re.MULTILINE,
+)
 
 
 def _named(raw: Any) -> Any:
@@ -171,6 +183,11 @@ def merge_source_maps(
         sorted(tool for tool, source in given.items() if tool in own and own[tool] != source)
     )
     return {**own, **given}, clashes
+
+
+def looks_like_python(text: str) -> bool:
+    """True when ``text`` reads as Python source (imports, ``x = Contract(``) rather than YAML."""
+    return _PYTHON_LINE.search(text) is not None
 
 
 def parse_yaml(text: str, origin: str) -> Any:
