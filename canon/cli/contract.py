@@ -11,7 +11,13 @@ from typing import Any
 
 import click
 
-from canon.cli.common import HELP_OPTIONS, docs_epilog, reports_errors
+from canon.cli.common import (
+    HELP_OPTIONS,
+    docs_epilog,
+    output_directory,
+    output_file,
+    reports_errors,
+)
 from canon.errors import CanonError, GateError, UsageError
 from canon.gates.contracts.audit import AuditRecord
 from canon.gates.contracts.dump import dump_contract
@@ -170,14 +176,13 @@ def run(
 @click.option("--name", default="auto-generated-v1", show_default=True, help="Contract name.")
 @click.option("--version", "version", default="1.0.0", show_default=True, help="Contract version.")
 @click.option("--source-map", type=click.Path(path_type=Path), help="JSON/YAML tool → source map.")
-@click.option(
-    "--output", type=click.Path(path_type=Path), help="Write the YAML here (else stdout)."
-)
+@click.option("--output", "output_text", metavar="FILE", help="Write the YAML here (else stdout).")
 @reports_errors
 def generate(
-    pattern: str, name: str, version: str, source_map: Path | None, output: Path | None
+    pattern: str, name: str, version: str, source_map: Path | None, output_text: str | None
 ) -> None:
     """Write a contract describing what the golden trace did (review it before relying on it)."""
+    output = output_file(output_text)
     paths = expand_traces((pattern,))
     if len(paths) != 1:
         raise UsageError(
@@ -204,7 +209,13 @@ def generate(
     if output is None:
         click.echo(text, nl=False)
     else:
-        write_text_atomic(output, text)
+        try:
+            write_text_atomic(output, text)
+        except OSError as exc:
+            raise UsageError(
+                f"--output {output}: cannot write the contract ({exc.strerror or exc}); "
+                "choose a writable file path"
+            ) from None
         click.echo(f"wrote {output} ({len(generated.constraints)} constraints)", err=True)
 
 
@@ -252,7 +263,9 @@ def _print_stats(stats: MonitorStats) -> None:
     "watch_dir", required=False, type=click.Path(path_type=Path, file_okay=False, exists=True)
 )
 @click.option("--contract", "contract_ref", required=True, help="Contract file or template name.")
-@click.option("--output-dir", type=click.Path(path_type=Path), required=True, help="Audit records.")
+@click.option(
+    "--output-dir", "output_dir_text", metavar="DIR", required=True, help="Audit records."
+)
 @click.option(
     "--cloudwatch-log-group",
     "log_group",
@@ -267,7 +280,7 @@ def _print_stats(stats: MonitorStats) -> None:
 def monitor(
     watch_dir: Path | None,
     contract_ref: str,
-    output_dir: Path,
+    output_dir_text: str,
     log_group: str | None,
     region: str | None,
     source_map: Path | None,
@@ -288,6 +301,7 @@ def monitor(
         )
     if region is not None and log_group is None:
         raise UsageError("canon contract monitor: --region goes with --cloudwatch-log-group")
+    output_dir = output_directory(output_dir_text)
     loaded = load_contract_file(contract_ref)
 
     def announce(record: AuditRecord) -> None:
