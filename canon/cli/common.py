@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import errno
 import functools
 import os
 import sys
@@ -27,14 +26,9 @@ INTERNAL_ERROR_EXIT_CODE = 5
 INTERRUPTED_EXIT_CODE = 130  # Ctrl-C, as shells report it
 # Set to any value to print the traceback of an internal error as well.
 TRACEBACK_VARIABLE = "CANON_TRACEBACK"
-USAGE_EXIT_CODE = UsageError.exit_code
 CLOSED_STDOUT_MESSAGE = (
     "standard output is closed, so the result would be lost; redirect it instead "
     "(>/dev/null to discard it, >FILE to keep it) rather than closing it (>&-)"
-)
-BROKEN_PIPE_MESSAGE = (
-    "standard output was closed before canon finished writing (broken pipe); "
-    "the output is incomplete: let the reader take all of it, or write it to a file"
 )
 # Exceptions click itself turns into usage messages and exit codes.
 _CLICK_FLOW = (click.ClickException, click.exceptions.Exit, click.exceptions.Abort)
@@ -75,36 +69,10 @@ def require_stdout() -> None:
         raise UsageError(CLOSED_STDOUT_MESSAGE)
 
 
-def lost_stdout(exc: BaseException) -> bool:
-    """True when ``exc`` says standard output went away (a closed pipe or descriptor)."""
-    if isinstance(exc, BrokenPipeError):
-        return True
-    # an OSError from writing to a closed descriptor carries EBADF; AttributeError is what
-    # code that reaches for sys.stdout.buffer gets once Python has set sys.stdout to None
-    return sys.stdout is None and (
-        isinstance(exc, AttributeError) or getattr(exc, "errno", None) == errno.EBADF
-    )
-
-
-def report_lost_stdout() -> NoReturn:
-    """Say in one line that the output could not be delivered, and exit 2 (a usage error)."""
-    try:
-        # Point fd 1 at /dev/null so Python's final flush does not fail a second time.
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno() if sys.stdout is not None else 1)
-    except (OSError, ValueError, AttributeError):  # CliRunner's streams have no descriptor
-        pass
-    message = CLOSED_STDOUT_MESSAGE if sys.stdout is None else BROKEN_PIPE_MESSAGE
-    click.echo(f"canon: error: {message}", err=True)
-    sys.exit(USAGE_EXIT_CODE)
-
-
 def report_internal_error(exc: BaseException, command: str | None = None) -> NoReturn:
     """Print an unexpected exception as one line (and its traceback on request), exit 5."""
     from canon.report.text import printable
 
-    if lost_stdout(exc):
-        report_lost_stdout()  # the reader went away: not a bug in Canon
     if command is None:
         context = click.get_current_context(silent=True)
         command = context.command_path if context is not None else "canon"
