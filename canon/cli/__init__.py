@@ -19,6 +19,7 @@ from canon.cli.common import (
     docs_epilog,
     report_canon_error,
     report_internal_error,
+    require_stdout,
 )
 from canon.cli.output import protect_stdout
 from canon.errors import CanonError
@@ -66,6 +67,7 @@ class _LazyGroup(click.Group):
         """Run the subcommand; whatever escapes it never exits 1 (see cli.common)."""
         protect_stdout()  # `canon check | head` must not lose the reports or exit 5
         try:
+            require_stdout()  # every command reports on stdout; a closed one loses the result
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise

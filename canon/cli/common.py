@@ -12,7 +12,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from canon.errors import CanonError
+from canon.errors import CanonError, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -26,6 +26,10 @@ INTERNAL_ERROR_EXIT_CODE = 5
 INTERRUPTED_EXIT_CODE = 130  # Ctrl-C, as shells report it
 # Set to any value to print the traceback of an internal error as well.
 TRACEBACK_VARIABLE = "CANON_TRACEBACK"
+CLOSED_STDOUT_MESSAGE = (
+    "standard output is closed, so the result would be lost; redirect it instead "
+    "(>/dev/null to discard it, >FILE to keep it) rather than closing it (>&-)"
+)
 # Exceptions click itself turns into usage messages and exit codes.
 _CLICK_FLOW = (click.ClickException, click.exceptions.Exit, click.exceptions.Abort)
 
@@ -57,6 +61,12 @@ def report_canon_error(exc: CanonError) -> NoReturn:
 
     click.echo(f"canon: error: {printable(str(exc))}", err=True)
     sys.exit(exc.exit_code)
+
+
+def require_stdout() -> None:
+    """Refuse to run with standard output closed (``>&-``): Python would drop every line."""
+    if sys.stdout is None:
+        raise UsageError(CLOSED_STDOUT_MESSAGE)
 
 
 def report_internal_error(exc: BaseException, command: str | None = None) -> NoReturn:
@@ -92,6 +102,30 @@ def docs_epilog(*pages: str) -> str:
     """A --help epilog naming the reference pages in the repository's docs/ folder."""
     listed = ", ".join(f"docs/{page}.md" for page in pages)
     return f"Reference: {listed} (README.md links every page)."
+
+
+def output_file(value: str | None, option: str = "--output") -> Path | None:
+    """The file an ``--output``-style option names; blank text or a directory is refused."""
+    if value is None:
+        return None
+    if not value.strip():
+        raise UsageError(
+            f"{option} {value!r}: expected a file path; omit {option} to print to standard output"
+        )
+    path = Path(value)
+    if path.is_dir():
+        raise UsageError(f"{option} {value}: is a directory; name a file to write")
+    return path
+
+
+def output_directory(value: str, option: str = "--output-dir") -> Path:
+    """The directory an ``--output-dir``-style option names; blank text or a file is refused."""
+    if not value.strip():
+        raise UsageError(f"{option} {value!r}: expected a directory path")
+    path = Path(value)
+    if path.exists() and not path.is_dir():
+        raise UsageError(f"{option} {value}: is not a directory; name a directory to write into")
+    return path
 
 
 def shown_path(path: Path) -> str:

@@ -11,12 +11,19 @@ from typing import Any
 
 import click
 
-from canon.cli.common import HELP_OPTIONS, docs_epilog, reports_errors
+from canon.cli.common import (
+    HELP_OPTIONS,
+    docs_epilog,
+    output_directory,
+    output_file,
+    reports_errors,
+)
 from canon.errors import CanonError, GateError, UsageError
 from canon.gates.contracts.audit import AuditRecord
 from canon.gates.contracts.dump import dump_contract
 from canon.gates.contracts.execution import DataSource
 from canon.gates.contracts.generate import generate_contract
+from canon.gates.contracts.loader import merge_source_maps
 from canon.gates.contracts.model import Contract, Verdict
 from canon.gates.contracts.templates import TEMPLATE_NAMES, list_templates, template_text
 from canon.gates.contracts.validate import validate
@@ -26,6 +33,7 @@ from canon.project.contract_files import load_contract_file, read_source_map, re
 from canon.project.store import dump_json, write_text_atomic
 
 _TRACE_SUFFIXES = (".json", ".jsonl")
+_MERGED_MAP_HELP = "JSON/YAML tool → source map, added to the contract's own (wins a clash)."
 
 
 def parse_metadata(pairs: tuple[str, ...]) -> dict[str, Any]:
@@ -71,6 +79,23 @@ def _source_map(path: Path | None) -> dict[str, DataSource] | None:
     return None if path is None else read_source_map(path)
 
 
+def _merged_source_map(loaded: Contract, path: Path | None) -> dict[str, DataSource]:
+    """The contract's own source map with ``--source-map`` laid over it; notes each clash."""
+    given = _source_map(path)
+    if given is None:
+        return dict(loaded.source_map)
+    merged, clashes = merge_source_maps(loaded.source_map, given)
+    for tool in clashes:
+        own, mine = loaded.source_map[tool], given[tool]
+        click.echo(
+            f"canon: note: --source-map {path} maps tool {tool!r} to {mine.name!r} "
+            f"({mine.type}); {loaded.name} maps it to {own.name!r} ({own.type}); "
+            "--source-map wins",
+            err=True,
+        )
+    return merged
+
+
 @click.group(context_settings=HELP_OPTIONS, epilog=docs_epilog("contracts", "gates"))
 def contract() -> None:
     """Check OpenTelemetry traces against behavioral contracts."""
@@ -83,7 +108,7 @@ def _violation_lines(verdict: Verdict) -> list[str]:
 @contract.command("run")
 @click.option("--contract", "contract_ref", required=True, help="Contract file or template name.")
 @click.option("--traces", "patterns", required=True, multiple=True, help="Trace file, dir or glob.")
-@click.option("--source-map", type=click.Path(path_type=Path), help="JSON/YAML tool → source map.")
+@click.option("--source-map", type=click.Path(path_type=Path), help=_MERGED_MAP_HELP)
 @click.option("--metadata", "pairs", multiple=True, help="key=value added to every execution.")
 @click.option("--fail-on-violation", is_flag=True, help="Exit 1 when any trace FAILs.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
@@ -98,7 +123,7 @@ def run(
 ) -> None:
     """Validate every matching trace; a file that is not a trace is reported, the rest still run."""
     loaded = load_contract_file(contract_ref)
-    mapping = _source_map(source_map)
+    mapping = _merged_source_map(loaded, source_map)
     metadata = parse_metadata(pairs)
     records: list[dict[str, Any]] = []
     lines: list[str] = []
@@ -151,14 +176,13 @@ def run(
 @click.option("--name", default="auto-generated-v1", show_default=True, help="Contract name.")
 @click.option("--version", "version", default="1.0.0", show_default=True, help="Contract version.")
 @click.option("--source-map", type=click.Path(path_type=Path), help="JSON/YAML tool → source map.")
-@click.option(
-    "--output", type=click.Path(path_type=Path), help="Write the YAML here (else stdout)."
-)
+@click.option("--output", "output_text", metavar="FILE", help="Write the YAML here (else stdout).")
 @reports_errors
 def generate(
-    pattern: str, name: str, version: str, source_map: Path | None, output: Path | None
+    pattern: str, name: str, version: str, source_map: Path | None, output_text: str | None
 ) -> None:
     """Write a contract describing what the golden trace did (review it before relying on it)."""
+    output = output_file(output_text)
     paths = expand_traces((pattern,))
     if len(paths) != 1:
         raise UsageError(
@@ -185,7 +209,13 @@ def generate(
     if output is None:
         click.echo(text, nl=False)
     else:
-        write_text_atomic(output, text)
+        try:
+            write_text_atomic(output, text)
+        except OSError as exc:
+            raise UsageError(
+                f"--output {output}: cannot write the contract ({exc.strerror or exc}); "
+                "choose a writable file path"
+            ) from None
         click.echo(f"wrote {output} ({len(generated.constraints)} constraints)", err=True)
 
 
@@ -233,14 +263,16 @@ def _print_stats(stats: MonitorStats) -> None:
     "watch_dir", required=False, type=click.Path(path_type=Path, file_okay=False, exists=True)
 )
 @click.option("--contract", "contract_ref", required=True, help="Contract file or template name.")
-@click.option("--output-dir", type=click.Path(path_type=Path), required=True, help="Audit records.")
+@click.option(
+    "--output-dir", "output_dir_text", metavar="DIR", required=True, help="Audit records."
+)
 @click.option(
     "--cloudwatch-log-group",
     "log_group",
     help="Poll this CloudWatch Logs group of spans (e.g. aws/spans) instead of WATCH_DIR.",
 )
 @click.option("--region", help="AWS region of the log group (default: the AWS configuration).")
-@click.option("--source-map", type=click.Path(path_type=Path), help="JSON/YAML tool → source map.")
+@click.option("--source-map", type=click.Path(path_type=Path), help=_MERGED_MAP_HELP)
 @click.option("--metadata", "pairs", multiple=True, help="key=value added to every execution.")
 @click.option(
     "--poll-interval",
@@ -268,7 +300,7 @@ def _print_stats(stats: MonitorStats) -> None:
 def monitor(
     watch_dir: Path | None,
     contract_ref: str,
-    output_dir: Path,
+    output_dir_text: str,
     log_group: str | None,
     region: str | None,
     source_map: Path | None,
@@ -297,6 +329,7 @@ def monitor(
         raise UsageError("canon contract monitor: --region goes with --cloudwatch-log-group")
     if look_back is not None and log_group is None:
         raise UsageError("canon contract monitor: --look-back goes with --cloudwatch-log-group")
+    output_dir = output_directory(output_dir_text)
     loaded = load_contract_file(contract_ref)
 
     def announce(record: AuditRecord) -> None:
@@ -319,7 +352,7 @@ def monitor(
         "output_dir": output_dir,
         "poll_interval": poll_interval,
         "metadata": parse_metadata(pairs) or None,
-        "source_map": _source_map(source_map),
+        "source_map": _merged_source_map(loaded, source_map),
         "on_violation": announce,
         "on_start": started,
         "max_polls": max_polls,

@@ -26,7 +26,7 @@ class PipeSafeStdout:
             try:
                 return self._stream.write(text)
             except BrokenPipeError:
-                self._drop()
+                self.drop()
         return len(text)
 
     def flush(self) -> None:
@@ -35,9 +35,10 @@ class PipeSafeStdout:
             try:
                 self._stream.flush()
             except BrokenPipeError:
-                self._drop()
+                self.drop()
 
-    def _drop(self) -> None:
+    def drop(self) -> None:
+        """Drop everything written from now on: the reader has gone."""
         self.broken = True
         # Point the descriptor at /dev/null, so the interpreter's last flush at exit has
         # somewhere to go instead of printing "Exception ignored ... BrokenPipeError".
@@ -48,6 +49,12 @@ class PipeSafeStdout:
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._stream, name)
+
+
+def drop_stdout() -> None:
+    """After a broken pipe met on ``sys.stdout.buffer`` itself: print nothing more."""
+    if isinstance(sys.stdout, PipeSafeStdout):
+        sys.stdout.drop()
 
 
 def protect_stdout() -> None:

@@ -26,8 +26,17 @@ def emit_json(document: Any, stream: str = "stdout") -> None:
     """Write one JSON document to stdout or stderr as raw UTF-8 bytes."""
     text_stream = sys.stdout if stream == "stdout" else sys.stderr
     text_stream.flush()
-    text_stream.buffer.write(render_json(document))
-    text_stream.buffer.flush()
+    try:
+        text_stream.buffer.write(render_json(document))
+        text_stream.buffer.flush()
+    except BrokenPipeError:
+        if stream != "stdout":
+            raise
+        # The reader went away (`| head`): as for every command (cli.output), the rest is
+        # dropped and the command keeps its own exit code.
+        from canon.cli.output import drop_stdout
+
+        drop_stdout()
 
 
 class PolicyCommandFailure(click.ClickException):

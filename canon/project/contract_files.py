@@ -15,10 +15,23 @@ from canon.errors import InputError
 from canon.gates.contracts.audit import AuditRecord
 from canon.gates.contracts.errors import ContractError
 from canon.gates.contracts.execution import DataSource, Execution
-from canon.gates.contracts.loader import load_contract, parse_source_map
+from canon.gates.contracts.loader import (
+    PYTHON_CONTRACT_MESSAGE,
+    PYTHON_SUFFIXES,
+    load_contract,
+    looks_like_python,
+    parse_source_map,
+)
 from canon.gates.contracts.model import Contract
 from canon.gates.contracts.templates import TEMPLATE_NAMES, load_template
-from canon.project.store import SETTINGS_LIMIT, dump_json, read_text, read_yaml, write_new_file
+from canon.project.store import (
+    SETTINGS_LIMIT,
+    dump_json,
+    parse_yaml,
+    read_text,
+    read_yaml,
+    write_new_file,
+)
 
 
 def load_contract_file(name_or_path: str) -> Contract:
@@ -31,8 +44,19 @@ def load_contract_file(name_or_path: str) -> Contract:
             f"contract {name_or_path!r} is neither a file nor a bundled template "
             f"({', '.join(TEMPLATE_NAMES)})"
         )
-    # Canon's one strict YAML reader: duplicate keys and deep nesting are refused.
-    raw = read_yaml(path, "contract", ContractError, limit=SETTINGS_LIMIT)
+    if path.suffix.lower() in PYTHON_SUFFIXES:
+        raise ContractError(f"{path}: {PYTHON_CONTRACT_MESSAGE}")
+    text = read_text(path, "contract", ContractError, limit=SETTINGS_LIMIT)
+    try:
+        # Canon's one strict YAML reader: duplicate keys and deep nesting are refused.
+        raw = parse_yaml(text, str(path), ContractError)
+    except ContractError:
+        if looks_like_python(text):
+            raise ContractError(f"{path}: {PYTHON_CONTRACT_MESSAGE}") from None
+        raise
+    if not isinstance(raw, Mapping) and looks_like_python(text):
+        # Python text can also parse as one YAML string; a valid YAML mapping never gets here
+        raise ContractError(f"{path}: {PYTHON_CONTRACT_MESSAGE}")
     return load_contract(raw, origin=str(path))
 
 

@@ -6,6 +6,7 @@ offending key, because a typo that silently disables a check is worse than a cra
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -57,6 +58,17 @@ _PARAMETERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "must_escalate_when": (("condition", "description"), ("escalation_markers",)),
 }
 CONSTRAINT_TYPES: tuple[str, ...] = tuple(_PARAMETERS)
+PYTHON_SUFFIXES = (".py", ".pyw")
+PYTHON_CONTRACT_MESSAGE = (
+    "Python contract files are not read; write the contract as YAML (see docs/contracts.md)"
+)
+# Lines only Python starts at column 0; a YAML mapping has keys there. The reference package
+# loads contracts from .py files, so these are what a migrating user's file holds.
+_PYTHON_LINE = re.compile(
+    r"^(?:from\s+[\w.]+\s+import\s|import\s+\w|def\s+\w+\s*\(|class\s+\w+\s*[(:]"
+    r"|#!.*python|\w+\s*=\s*(?:Contract|\w+\.Contract)\s*\()",
+    re.MULTILINE,
+)
 
 
 def _named(raw: Any) -> Any:
@@ -157,6 +169,25 @@ def parse_source_map(raw: object, where: str = "source_map") -> dict[str, DataSo
     if not isinstance(raw, Mapping):
         raise ContractError(f"{where}: expected a mapping of tool name to source, got {raw!r}")
     return {str(tool): _data_source(tool, entry, where) for tool, entry in raw.items()}
+
+
+def merge_source_maps(
+    own: Mapping[str, DataSource], given: Mapping[str, DataSource]
+) -> tuple[dict[str, DataSource], tuple[str, ...]]:
+    """The contract's own map with ``given`` laid over it, and the tools both map differently.
+
+    The given map wins a clash: it is what the user named for this run, and a contract
+    template cannot know the user's tool names.
+    """
+    clashes = tuple(
+        sorted(tool for tool, source in given.items() if tool in own and own[tool] != source)
+    )
+    return {**own, **given}, clashes
+
+
+def looks_like_python(text: str) -> bool:
+    """True when ``text`` reads as Python source (imports, ``x = Contract(``) rather than YAML."""
+    return _PYTHON_LINE.search(text) is not None
 
 
 def parse_yaml(text: str, origin: str) -> Any:

@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from canon.gates.contracts.constraints import When
 from canon.gates.contracts.execution import DataSource, Execution
 from canon.gates.contracts.facts import Facts
+from canon.gates.contracts.loader import merge_source_maps
 from canon.gates.contracts.model import Contract, Verdict, VerdictStatus, Violation
 
 
@@ -16,8 +17,13 @@ def validate(
     *,
     source_map: Mapping[str, DataSource] | None = None,
 ) -> Verdict:
-    """Check every constraint; FAIL on any error-severity violation, else WARN on any warning."""
-    mapping = contract.source_map if source_map is None else source_map
+    """Check every constraint; FAIL on any error-severity violation, else WARN on any warning.
+
+    ``source_map`` is laid over the contract's own map (it wins where both name a tool).
+    """
+    mapping = contract.source_map
+    if source_map:
+        mapping, _ = merge_source_maps(contract.source_map, source_map)
     facts = Facts(execution, mapping)
     violations: list[Violation] = []
     skipped: list[int] = []

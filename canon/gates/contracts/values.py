@@ -6,6 +6,12 @@ order. A mapping of operators (``gte: 70``, ``not_in: [a, b]``, ``numeric: false
 compares instead; numeric operators also read numeric strings, because OTLP exports
 carry 64-bit integers as strings. ``not_in`` and ``numeric`` never hold for an absent or
 blank value: unknown is not "outside the list".
+
+NaN and the infinities (a float, ``"NaN"`` as OTLP writes a double, ``NaN`` in a tool's
+JSON) are present but are no finite number: ``numeric: false`` holds for them, and so
+does every threshold (``gt``, ``gte``, ``lt``, ``lte``). A condition that holds only ever
+makes a contract stricter (it applies a constraint or requires an escalation), so a
+broken score must not be what lets a run skip the check.
 """
 
 from __future__ import annotations
@@ -31,18 +37,32 @@ def same_value(left: object, right: object) -> bool:
     return left == right
 
 
-def _number(value: object) -> float | None:
+def _real(value: object) -> int | float | None:
+    """The number ``value`` holds or spells (NaN and infinities included), else None."""
     if isinstance(value, bool) or value is None:
         return None
     if isinstance(value, int | float):
-        return float(value)
+        return value  # an int stays exact: int and float compare exactly in Python
     if isinstance(value, str):
         try:
-            number = float(value.strip())
+            return float(value.strip())
         except ValueError:
             return None
-        return None if math.isnan(number) else number
     return None
+
+
+def _number(value: object) -> int | float | None:
+    """The finite number ``value`` holds or spells, else None."""
+    number = _real(value)
+    if number is None or (isinstance(number, float) and not math.isfinite(number)):
+        return None
+    return number
+
+
+def _non_finite(value: object) -> bool:
+    """True for NaN and the infinities, whether a float or spelled as text (``"NaN"``)."""
+    number = _real(value)
+    return isinstance(number, float) and not math.isfinite(number)
 
 
 def _folded(value: object) -> object:
@@ -94,6 +114,8 @@ def _apply(name: str, operand: Any, value: object) -> bool:
         if name == "numeric":
             return (_number(value) is not None) is operand
         return not _member(value, operand)
+    if _non_finite(value):
+        return True  # fail closed: NaN or an infinity cannot show a score is below a limit
     observed, bound = _number(value), _number(operand)
     if observed is None or bound is None:
         return False
@@ -127,6 +149,6 @@ def parse_value_test(raw: object, where: str) -> ValueTest:
         elif name == "numeric" and not isinstance(operand, bool):
             raise ContractError(f"{where}.numeric: expected true or false, got {operand!r}")
         elif name in ("gt", "gte", "lt", "lte") and _number(operand) is None:
-            raise ContractError(f"{where}.{name}: expected a number, got {operand!r}")
+            raise ContractError(f"{where}.{name}: expected a finite number, got {operand!r}")
         operators.append((str(name), operand))
     return ValueTest(tuple(operators))

@@ -132,17 +132,60 @@ def test_malformed_metadata_is_a_usage_error():
     assert result.exit_code == 2 and "key=value" in result.stderr
 
 
-def test_contract_source_map_is_honoured_and_the_flag_overrides_it(tmp_path):
+def test_the_source_map_flag_is_merged_into_the_contracts_own_map(tmp_path):
+    contract_file = tmp_path / "c.yaml"
+    contract_file.write_text(
+        "name: sm\nsource_map:\n  lookup_formulary: {source_name: formulary-db, source_type: db}\n"
+        "constraints:\n  - type: must_retrieve_from\n    sources: [formulary-db, coverage-api]\n"
+    )
+    args = ["run", "--contract", str(contract_file), "--traces", str(ABC / "valid_claim.json")]
+    alone = _invoke(*args, "--fail-on-violation")
+    assert alone.exit_code == 1 and "not consulted: coverage-api" in alone.stdout
+    extra = tmp_path / "sm.json"
+    extra.write_text(json.dumps({"check_coverage": {"source_name": "coverage-api"}}))
+    merged = _invoke(*args, "--source-map", str(extra), "--fail-on-violation")
+    # the contract's formulary-db entry survives beside the flag's coverage-api entry
+    assert merged.exit_code == 0, merged.output
+    assert merged.stderr == ""
+
+
+def test_on_a_clash_the_source_map_flag_wins_with_a_note(tmp_path):
     contract_file = tmp_path / "c.yaml"
     contract_file.write_text(
         "name: sm\nsource_map:\n  lookup_formulary: {source_name: formulary-db, source_type: db}\n"
         "constraints:\n  - type: must_retrieve_from\n    sources: [formulary-db]\n"
     )
     args = ["run", "--contract", str(contract_file), "--traces", str(ABC / "valid_claim.json")]
-    assert _invoke(*args, "--fail-on-violation").exit_code == 0
-    override = tmp_path / "sm.json"
-    override.write_text(json.dumps({"check_coverage": {"source_name": "x", "source_type": "api"}}))
-    assert _invoke(*args, "--source-map", str(override), "--fail-on-violation").exit_code == 1
+    clash = tmp_path / "clash.yaml"
+    clash.write_text("lookup_formulary: {source_name: other-db, source_type: api}\n")
+    result = _invoke(*args, "--source-map", str(clash), "--fail-on-violation")
+    assert result.exit_code == 1
+    assert "not consulted: formulary-db" in result.stdout
+    assert result.stderr == (
+        f"canon: note: --source-map {clash} maps tool 'lookup_formulary' to 'other-db' (api); "
+        "sm maps it to 'formulary-db' (db); --source-map wins\n"
+    )
+    same = tmp_path / "same.yaml"
+    same.write_text("lookup_formulary: {source_name: formulary-db, source_type: db}\n")
+    agreeing = _invoke(*args, "--source-map", str(same), "--fail-on-violation")
+    assert agreeing.exit_code == 0 and agreeing.stderr == ""
+
+
+def test_a_template_keeps_its_own_source_map_beside_a_users_map(tmp_path):
+    # the reference's examples pass a source map for their own tools beside the template's
+    extra = tmp_path / "extra.json"
+    extra.write_text(json.dumps({"some_other_tool": {"source_name": "x", "source_type": "api"}}))
+    result = _invoke(
+        "run",
+        "--contract",
+        "kyc-aml-screening-v1",
+        "--traces",
+        str(ABC / "kyc_valid.json"),
+        "--source-map",
+        str(extra),
+        "--fail-on-violation",
+    )
+    assert result.exit_code == 0, result.output
 
 
 def test_generate_writes_a_contract_its_golden_trace_passes(tmp_path):

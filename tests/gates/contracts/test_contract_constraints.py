@@ -18,6 +18,7 @@ from canon.gates.contracts import (
     must_retrieve_from,
     validate,
 )
+from canon.gates.contracts.loader import merge_source_maps
 
 
 def _contract(*constraints, source_map=None):  # type: ignore[no-untyped-def]
@@ -54,6 +55,30 @@ def test_source_map_argument_overrides_the_contracts_own_map(make_execution):
     assert validate(contract, execution).status == "fail"
     override = {"lookup": DataSource("db", "database")}
     assert validate(contract, execution, source_map=override).status == "pass"
+
+
+def test_source_map_argument_is_laid_over_the_contracts_own_map_not_swapped_for_it(
+    make_execution,
+):
+    own = {"lookup": DataSource("db", "database"), "search": DataSource("kb", "knowledge_base")}
+    contract = _contract(must_retrieve_from(["db", "kb", "api"]), source_map=own)
+    execution = make_execution("lookup", "search", "fetch")
+    assert validate(contract, execution).status == "fail"
+    extra = {"fetch": DataSource("api", "api")}
+    assert validate(contract, execution, source_map=extra).status == "pass"
+    # on a clash the argument wins
+    clash = {"lookup": DataSource("elsewhere", "database"), **extra}
+    [violation] = validate(contract, execution, source_map=clash).violations
+    assert violation.evidence["missing"] == ["db"]
+
+
+def test_merge_source_maps_names_only_the_tools_mapped_differently():
+    own = {"a": DataSource("x", "db"), "b": DataSource("y", "db")}
+    given = {"a": DataSource("x", "db"), "b": DataSource("z", "api"), "c": DataSource("w", "db")}
+    merged, clashes = merge_source_maps(own, given)
+    assert merged == {"a": own["a"], "b": given["b"], "c": given["c"]}
+    assert clashes == ("b",)
+    assert own == {"a": DataSource("x", "db"), "b": DataSource("y", "db")}  # not mutated
 
 
 def test_an_errored_step_does_not_count_as_consulting_its_source(make_execution):

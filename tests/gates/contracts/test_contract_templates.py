@@ -150,3 +150,28 @@ def test_clinical_template_escalates_serious_interactions_found_by_a_tool(
     json.loads(text)  # the edited trace is still valid JSON
     verdict = validate(load_template("clinical-decision-support-v1"), _execution(path, text=text))
     assert verdict.status == expected
+
+
+def test_templates_that_mean_more_than_the_reference_carry_a_new_version_and_say_why():
+    by_name = {t.name: t for t in list_templates()}
+    # claims reads every input the reference read the same way, so it keeps 1.0.0
+    assert {name: t.version for name, t in by_name.items()} == {
+        "claims-processing-v1": "1.0.0",
+        "clinical-decision-support-v1": "1.1.0",
+        "kyc-aml-screening-v1": "1.1.0",
+    }
+    kyc = by_name["kyc-aml-screening-v1"].description
+    assert "Changed in 1.1.0" in kyc and "assess_risk" in kyc and "NaN" in kyc
+    clinical = by_name["clinical-decision-support-v1"].description
+    assert "Changed in 1.1.0" in clinical and "Major" in clinical
+
+
+def test_clinical_template_matches_the_severity_in_any_case(corpus_dir):
+    path = corpus_dir / "abc-examples" / "clinical_valid.json"
+    original = path.read_text()
+    needle = '\\"interaction_severity\\": \\"none\\"'
+    assert needle in original
+    text = original.replace(needle, '\\"interaction_severity\\": \\" Major \\"')
+    verdict = validate(load_template("clinical-decision-support-v1"), _execution(path, text=text))
+    assert verdict.status == "fail"
+    assert verdict.contract_version == "1.1.0"
