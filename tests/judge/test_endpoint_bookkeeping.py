@@ -119,10 +119,13 @@ def test_max_cost_is_never_exceeded_by_more_than_one_request(project, fake_llm):
     # attempts, and those requests count against the budget like any other
     fake_llm.script("contradict any part", "ANSWER: no")
     fake_llm.script("", "Hmm.", "It depends.", "Well.", "Perhaps.", "ANSWER: yes")
-    fake_llm.prompt_tokens = 2_000  # what each request really costs: 0.3 mills
+    # Each request really costs more than the estimate before the run (0.3 mills); one
+    # request at a time, so the guard's running average is all it has to go on. The old
+    # per-question guard overspent here: questions that ended unscored never booked.
+    fake_llm.prompt_tokens = 2_000
     per_request = 2_000 * INPUT + 3 * OUTPUT
     budget = 0.006
-    _set(project, f"max_cost: {budget}\n")
+    _set(project, f"max_cost: {budget}\nconcurrency: 1\n")
     result = _canon("score", "--quiet")
     assert result.exit_code == 4, result.output
     assert "stopped before crossing max_cost" in result.stderr
