@@ -105,6 +105,7 @@ class LiteLLMJudge:
         logprobs: bool = False,
         structured_output: bool | Literal["auto"] = "auto",
         transport: Transport = "auto",
+        reasons: bool = True,
     ) -> None:
         if not isinstance(model, str) or "/" not in model.strip("/"):
             raise UsageError(f"LiteLLMJudge model must look like provider/model, got {model!r}")
@@ -117,6 +118,8 @@ class LiteLLMJudge:
         _check_number("max_backoff", max_backoff, minimum=0.0)
         if not isinstance(logprobs, bool):
             raise UsageError(f"LiteLLMJudge logprobs must be true or false, got {logprobs!r}")
+        if not isinstance(reasons, bool):
+            raise UsageError(f"LiteLLMJudge reasons must be true or false, got {reasons!r}")
         if structured_output not in (True, False, "auto"):
             raise UsageError(
                 "LiteLLMJudge structured_output must be true, false or auto, "
@@ -143,6 +146,7 @@ class LiteLLMJudge:
         self.logprobs = logprobs
         self.structured_output = structured_output
         self.transport = transport
+        self.reasons = reasons  # structured replies carry a reason before the answer
         self._ready = False
         self._direct: Any = None  # a canon.judge.openai_http.DirectOpenAI when used
         self._structured = False  # decided on the first question
@@ -185,6 +189,7 @@ class LiteLLMJudge:
             "endpoints": endpoints,
             "logprobs": self.logprobs,
             "structured_output": self.structured_output,
+            "reasons": self.reasons,
         }
 
     async def answer(self, request: JudgeRequest) -> Answer:
@@ -337,6 +342,7 @@ class LiteLLMJudge:
             constrain_answers=self.constrain_answers,
             structured=self._structured,
             logprobs=self.logprobs,
+            reasons=self.reasons,
         )
         completion = await self._complete(body, self.samples)
         replies = list(completion.replies)

@@ -75,12 +75,16 @@ def tally(
 ) -> Answer | Failure:
     """Turn replies into an answer (mean of per-sample distributions), or the failure."""
     shares: list[dict[str, float]] = []
+    reasons: list[str | None] = []
     problem = ""
     for reply in replies:
         try:
-            shares.append(read_reply(question, reply, structured=structured, logprobs=logprobs))
+            share, reason = read_reply(question, reply, structured=structured, logprobs=logprobs)
         except JudgeError as exc:
             problem = str(exc)
+            continue
+        shares.append(share)
+        reasons.append(reason)
     if not shares:
         return Failure("unparseable", problem or f"question {question.id}: no reply")
     total: dict[str, float] = {}
@@ -88,8 +92,8 @@ def tally(
         for label, mass in share.items():
             total[label] = total.get(label, 0.0) + mass / len(shares)
     distribution = {label: total[label] for label in sorted(total)}
-    texts = [reply.text for reply in replies]
-    rationale = texts[0].strip()[:RATIONALE_LIMIT] if len(shares) == len(texts) else None
+    first = reasons[0]
+    rationale = first[:RATIONALE_LIMIT] if first and len(shares) == len(replies) else None
     if len(shares) < samples:
         rationale = f"{samples - len(shares)} of {samples} samples were unreadable and ignored"
     return Answer(distribution=distribution, rationale=rationale)
@@ -97,8 +101,9 @@ def tally(
 
 def read_reply(
     question: Question, reply: Reply, *, structured: bool, logprobs: bool
-) -> dict[str, float]:
-    """One reply's distribution: its label, or the labels' probabilities with logprobs."""
+) -> tuple[dict[str, float], str | None]:
+    """One reply's distribution (its label, or the labels' probabilities with logprobs) and
+    its reason: a JSON reply's ``reason``, or a text reply's whole text."""
     as_json = structured and looks_structured(reply.text)
     if as_json:
         found = read_structured(question, reply.text)
@@ -108,11 +113,11 @@ def read_reply(
                 f"{', '.join(c.label for c in question.choices)}; got "
                 f"{' '.join(reply.text.split())[:160]!r}"
             )
-        choice = found
+        choice, reason = found
     else:
-        choice = parse_reply(question, reply.text)
+        choice, reason = parse_reply(question, reply.text), reply.text.strip() or None
     if logprobs and reply.tokens:
         spread = logprob_distribution(question, reply.tokens, choice, as_json)
         if spread is not None:
-            return spread
-    return {choice.label: 1.0}
+            return spread, reason
+    return {choice.label: 1.0}, reason
