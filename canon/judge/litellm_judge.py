@@ -14,7 +14,7 @@ Failures are sorted by what can fix them (see docs/judge.md for the exit codes):
   retry); the run's limiter (canon.judge.concurrency) hears of each, shrinks its in-flight
   limit, and trips its breaker when the judge keeps failing;
 - a reply that names no offered choice: retried, then a JudgeError for that question (an
-  unscored cell, never a pass).
+  unscored cell, never a pass); a refusal to judge is a JudgeRefusedError at once.
 
 The reply is asked as JSON under a schema whose enum is the offered labels where the
 endpoint supports it (``structured_output``), and with ``logprobs`` the answer distribution
@@ -39,6 +39,7 @@ from canon.errors import (
     JudgeCredentialError,
     JudgeError,
     JudgeFormatError,
+    JudgeRefusedError,
     JudgeUnavailableError,
     UsageError,
 )
@@ -248,6 +249,8 @@ class LiteLLMJudge:
                 if isinstance(tallied, Answer):
                     self._readable = True
                     return attach_usage(tallied, meter)
+                if tallied.kind == "refused":  # the model's own decision: a retry repeats it
+                    raise JudgeRefusedError(f"judge {self.model}: {tallied.detail}")
                 failure = tallied
             if attempt < budget:
                 await self._back_off(attempt, failure.retry_after, limiter)

@@ -64,7 +64,9 @@ def litellm_model(spec: str) -> str:
 
 
 def mock_judge_from_file(path: Path) -> MockJudge:
-    """A MockJudge whose script is a YAML mapping of question-substring → choice label."""
+    """A MockJudge whose script is a YAML mapping of question-substring → reply (a label,
+    ``{answer, reason}`` or ``{refusal}``), with answers keyed by artifact id under
+    ``by_artifact``."""
     script = read_yaml(path, "mock judge script", ConfigError)
     if not isinstance(script, Mapping) or not script:
         raise ConfigError(
@@ -75,6 +77,11 @@ def mock_judge_from_file(path: Path) -> MockJudge:
             raise ConfigError(
                 f"{path}: entry {key!r} must map text to a choice label, got {reply!r}"
             )
-    return MockJudge(
-        script={str(k): v for k, v in script.items()}, name=f"mock:{path.name}", source=str(path)
-    )
+    try:
+        return MockJudge(
+            script={str(k): v for k, v in script.items()},
+            name=f"mock:{path.name}",
+            source=str(path),
+        )
+    except UsageError as exc:
+        raise ConfigError(f"{path}: {exc}") from None

@@ -181,7 +181,7 @@ def _shortfall_data(result: ArtifactResult | None) -> list[dict[str, Any]]:
             "question": cell.id,
             "state": cell.state,
             "score": cell.score,
-            "reason": cell.error if cell.state == "unscored" else cell.rationale,
+            "reason": cell.error if cell.state in ("unscored", "refused") else cell.rationale,
         }
         for cell in shortfalls(result)
     ]
