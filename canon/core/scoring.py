@@ -207,6 +207,7 @@ def refused_cell(question: Question, reason: str) -> Cell:
 
 
 REFUSAL_NOTE = "not canon until a person or another judge decides; no evidence against the agent"
+REFUSED_PREFIX = "judge refused"  # how a refusal's reason starts, so later steps keep it
 
 
 def gate_tripped(cell: Cell) -> bool:
@@ -245,7 +246,7 @@ def judge_verdict(
     if refused:
         ids = ", ".join(c.id for c in refused)
         reasons.append(
-            f"judge refused {len(refused)} of {len(cells)} questions ({ids}): {REFUSAL_NOTE}"
+            f"{REFUSED_PREFIX} {len(refused)} of {len(cells)} questions ({ids}): {REFUSAL_NOTE}"
         )
     unscored = [c for c in cells if c.state == "unscored"]
     if unscored:

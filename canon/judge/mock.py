@@ -74,7 +74,10 @@ class MockJudge:
         recorded = self._script.get(BY_ARTIFACT_KEY)
         key = request.artifact.key
         if isinstance(recorded, Mapping) and isinstance(recorded.get(key), Mapping):
-            found = _match(recorded[key], question)
+            entry = recorded[key]
+            found = _match(entry, question)
+            if found is None and DEFAULT_KEY in entry:
+                found = entry[DEFAULT_KEY]
             if found is not None:
                 return found
         rest = {k: v for k, v in self._script.items() if k != BY_ARTIFACT_KEY}

@@ -9,7 +9,7 @@ from typing import Any
 
 from canon.errors import ConfigError, UsageError
 from canon.judge.base import Judge
-from canon.judge.mock import MockJudge
+from canon.judge.mock import BY_ARTIFACT_KEY, MockJudge
 from canon.project.store import read_yaml
 
 MOCK_PREFIX = "mock:"
@@ -73,6 +73,8 @@ def mock_judge_from_file(path: Path) -> MockJudge:
             f"{path}: a mock judge script is a non-empty mapping of question text → choice"
         )
     for key, reply in script.items():
+        if key == BY_ARTIFACT_KEY:
+            continue  # MockJudge checks its shape
         if not isinstance(key, str) or not isinstance(reply, str | Mapping):
             raise ConfigError(
                 f"{path}: entry {key!r} must map text to a choice label, got {reply!r}"
