@@ -73,7 +73,7 @@ def test_a_reasoned_reply_gives_the_answer_and_its_reason(constitution):
 
 def test_a_refusal_reply_raises_judge_refused(constitution):
     judge = MockJudge(script={"P2": {"refusal": "I can't help with that."}, "__default__": "yes"})
-    with pytest.raises(JudgeRefusedError, match="question P2: .*can't help with that"):
+    with pytest.raises(JudgeRefusedError, match=r"question P2: .*can't help with that"):
         _ask(judge, _request(constitution, "P2"))
 
 

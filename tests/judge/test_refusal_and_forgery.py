@@ -121,10 +121,8 @@ def test_canon_score_reports_a_refusal_as_judge_refused_exit_1_not_3(project, fa
         line.startswith("    P2 [escalate-large-refunds] judge refused:")
         for line in done.stdout.splitlines()
     )
-    assert (
-        f"        judge: judge openai/fake-judge: question P2: the judge refused to judge: {DECLINE}"
-        in (done.stdout.splitlines())
-    )
+    why = f"judge openai/fake-judge: question P2: the judge refused to judge: {DECLINE}"
+    assert f"        judge: {why}" in done.stdout.splitlines()
     assert "1 question(s) the judge refused" in done.stdout
     assert "unscored" not in done.stdout
     failure = ET.parse(project / "r.xml").getroot().find("testsuite/testcase/failure")
