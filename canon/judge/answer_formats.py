@@ -23,9 +23,9 @@ from canon.core.rubric import Choice, Question
 Token = tuple[str, float, tuple[tuple[str, float], ...]]
 
 
-# The longest reason the schema allows: a sentence or two, so reasons cost a bounded number
+# The longest reason the schema allows: a sentence or two (about 50 tokens), so reasons cost a bounded number
 # of completion tokens (docs/judge.md has the measured cost).
-REASON_MAX_LENGTH = 400
+REASON_MAX_LENGTH = 200
 
 
 def answer_schema(question: Question, variant: int = 0, *, reasons: bool = True) -> dict[str, Any]:
