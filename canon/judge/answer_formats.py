@@ -23,7 +23,7 @@ from canon.core.rubric import Choice, Question
 Token = tuple[str, float, tuple[tuple[str, float], ...]]
 
 
-# The longest reason the schema allows: a sentence or two (about 50 tokens), so reasons cost a bounded number
+# The longest reason the schema allows: a sentence or two, so reasons cost a bounded number
 # of completion tokens (docs/judge.md has the measured cost).
 REASON_MAX_LENGTH = 200
 
