@@ -50,6 +50,7 @@ def test_a_judge_that_keeps_ending_on_a_quoted_answer_leaves_the_question_unscor
     assert len(fake_llm.requests) == 2
 
 
+@pytest.mark.parametrize("transport", ["direct", "litellm"])
 @pytest.mark.parametrize(
     ("options", "expected"),
     [
