@@ -214,3 +214,18 @@ def test_canon_init_scaffolds_a_script_whose_reason_reaches_the_report(tmp_path)
     assert result.exit_code == 0, result.output
     cells = json.loads(result.output)["artifacts"][0]["questions"]
     assert cells["tradeoff"]["rationale"].startswith("No two principles")
+
+
+def test_accept_records_a_refusal_and_a_check_compares_it_as_a_known_failure(project):
+    refused = {**RECORDED, "a1": {**RECORDED["a1"], "P2": {"refusal": "I can't judge this."}}}
+    (project / "recorded.yaml").write_text(json.dumps({"by_artifact": refused}))
+    accepted = _invoke(project, "accept", "--quiet")
+    assert accepted.exit_code == 0, accepted.output
+    recorded = json.loads((project / "baselines" / "suite.json").read_text())
+    assert "refused" in json.dumps(recorded)  # the refused question is recorded as such
+    checked = _invoke(project, "check", "--quiet")
+    assert checked.exit_code == 0, checked.output  # known failures fail only with --strict
+    assert "known failures" in checked.output and "judge refused 1 of 10" in checked.output
+    strict = _invoke(project, "check", "--quiet", "--strict")
+    assert strict.exit_code == 1  # a1 (refused) and a2 (contradicts) both fail under --strict
+    assert strict.output.splitlines()[-1].startswith("REGRESSION")  # a2 is not a refusal
