@@ -80,7 +80,7 @@ async def _ask(
     except JudgeScriptError:
         raise  # a mis-scripted test must fail loudly, not become an unscored cell
     except JudgeRefusedError as exc:
-        return refused_cell(question, str(exc))
+        return refused_cell(question, str(exc), exc.usage)
     except JudgeError as exc:
         return unscored_cell(question, str(exc), exc.usage, error_type=type(exc).__name__)
 

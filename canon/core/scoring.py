@@ -201,9 +201,9 @@ def unscored_cell(
     return Cell(question, "unscored", error=reason, usage=usage, error_type=error_type)
 
 
-def refused_cell(question: Question, reason: str) -> Cell:
+def refused_cell(question: Question, reason: str, usage: Usage | None = None) -> Cell:
     """A cell for a question the judge refused to judge; never a pass, never an outage."""
-    return Cell(question, "refused", error=reason)
+    return Cell(question, "refused", error=reason, usage=usage, error_type="JudgeRefusedError")
 
 
 REFUSAL_NOTE = "not canon until a person or another judge decides; no evidence against the agent"

@@ -117,10 +117,9 @@ class LiteLLMJudge:
         _check_number("reask_temperature", reask_temperature, minimum=0.0)
         _check_number("backoff", backoff, minimum=0.0)
         _check_number("max_backoff", max_backoff, minimum=0.0)
-        if not isinstance(logprobs, bool):
-            raise UsageError(f"LiteLLMJudge logprobs must be true or false, got {logprobs!r}")
-        if not isinstance(reasons, bool):
-            raise UsageError(f"LiteLLMJudge reasons must be true or false, got {reasons!r}")
+        for flag, value in (("logprobs", logprobs), ("reasons", reasons)):
+            if not isinstance(value, bool):
+                raise UsageError(f"LiteLLMJudge {flag} must be true or false, got {value!r}")
         if structured_output not in (True, False, "auto"):
             raise UsageError(
                 "LiteLLMJudge structured_output must be true, false or auto, "
@@ -249,9 +248,9 @@ class LiteLLMJudge:
                 if isinstance(tallied, Answer):
                     self._readable = True
                     return attach_usage(tallied, meter)
-                if tallied.kind == "refused":  # the model's own decision: a retry repeats it
-                    raise JudgeRefusedError(f"judge {self.model}: {tallied.detail}")
                 failure = tallied
+                if failure.kind == "refused":  # the model's own decision: a retry repeats it
+                    break
             if attempt < budget:
                 await self._back_off(attempt, failure.retry_after, limiter)
         error = self._gave_up(failure, budget)
@@ -271,6 +270,8 @@ class LiteLLMJudge:
     def _gave_up(self, failure: Failure, budget: int) -> JudgeError | JudgeFormatError:
         """The error for a question whose attempts are used up, by what went wrong."""
         attempts = f"after {budget} attempt(s)"
+        if failure.kind == "refused":
+            return JudgeRefusedError(f"judge {self.model}: {failure.detail}")
         if failure.kind == "transient":
             self._outage = True
             return JudgeUnavailableError(
