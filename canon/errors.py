@@ -22,6 +22,7 @@ single line on stderr and its ``exit_code``.
     ├── TelemetryExportError        --otel-strict: the OTLP endpoint refused events (exit 3)
     └── JudgeError                  the judge could not answer
         ├── JudgeScriptError        a MockJudge script has no answer for a question
+        ├── JudgeRefusedError       the judge refused to judge (a safety refusal)
         └── JudgeUnavailableError   a real judge failed after retries (exit 3)
 """
 
@@ -98,6 +99,10 @@ class JudgeError(CanonError):
 
 class JudgeScriptError(JudgeError):
     """A scripted judge has no answer for a question it was asked."""
+
+
+class JudgeRefusedError(JudgeError):
+    """The judge declined to judge (a safety refusal or a content filter), not an answer."""
 
 
 class JudgeUnavailableError(JudgeError):

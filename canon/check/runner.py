@@ -15,11 +15,12 @@ from canon.core.scoring import (
     ArtifactResult,
     Cell,
     judge_verdict,
+    refused_cell,
     score_cell,
     stopped_verdict,
     unscored_cell,
 )
-from canon.errors import JudgeError, JudgeScriptError
+from canon.errors import JudgeError, JudgeRefusedError, JudgeScriptError
 from canon.judge.base import Judge, JudgeRequest
 from canon.judge.concurrency import AdaptiveLimiter
 from canon.judge.prompt_cache import prefix_shares
@@ -78,6 +79,8 @@ async def _ask(
         return score_cell(question, answer)
     except JudgeScriptError:
         raise  # a mis-scripted test must fail loudly, not become an unscored cell
+    except JudgeRefusedError as exc:
+        return refused_cell(question, str(exc), exc.usage)
     except JudgeError as exc:
         return unscored_cell(question, str(exc), exc.usage, error_type=type(exc).__name__)
 

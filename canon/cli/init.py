@@ -61,10 +61,13 @@ artifacts:
 
 _JUDGE_SCRIPT = """\
 # A scripted judge for offline runs (docs/judge.md#mockjudge): a fragment of a
-# question's text (or its id: G, P1, ...) -> the answer. Keys are tried in order and
-# "__default__" answers every other question. Try P2: "no", then "canon check".
+# question's text (or its id: G, P1, ...) -> the answer, or an answer with the judge's
+# reason, which every report quotes. Keys are tried in order and "__default__" answers
+# every other question. Try P2: {answer: "no", reason: "..."}, then "canon check".
 contradict any part: "no"        # the NSCP gate: no contradiction found
-surface the tradeoff: "n/a"      # nothing pulls apart in these replies
+surface the tradeoff:            # nothing pulls apart in these replies
+  answer: "n/a"
+  reason: "No two principles pull against each other in this reply."
 __default__: "yes"
 """
 

@@ -16,7 +16,7 @@ LEGACY_FORMAT = 1  # overall score and gate per artifact only; no per-question r
 # Format 2 has per-question rows without the answer distribution or the number of asks.
 READABLE_FORMATS = (1, 2, 3)
 
-_STATES: frozenset[str] = frozenset({"answered", "na", "unscored"})
+_STATES: frozenset[str] = frozenset({"answered", "na", "unscored", "refused"})
 _STOPPERS: frozenset[str] = frozenset({"policy", "contract"})
 _TOP_KEYS = frozenset({"format", "rubric", "judge", "constitution", "threshold", "artifacts"})
 _RECORD_KEYS = frozenset({"score", "gated", "canon", "stopped_by", "questions"})

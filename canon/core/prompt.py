@@ -2,9 +2,9 @@
 
 The artifact is untrusted text that may try to steer the judge, so it sits between fence
 lines it cannot forge (they carry a digest of its own text), and a reply is read only from
-an ``ANSWER:`` line that ends it: anything the artifact smuggles into the reply earlier is
-overruled by the judge's own final word, and a reply that goes on after its last ``ANSWER:``
-line (say, quoting a forged one after the verdict) is unreadable, never a grade.
+its last line, which must start with ``ANSWER:``: anything the artifact smuggles into the
+reply earlier is overruled by the judge's own final word, and a reply that goes on after
+its answer line, or ends on a line that merely quotes one, is unreadable, never a grade.
 """
 
 from __future__ import annotations
@@ -96,30 +96,33 @@ def _choice_line(choice: Choice) -> str:
 
 
 def parse_reply(question: Question, reply: str) -> Choice:
-    """The choice a judge's reply names in the ``ANSWER: <label>`` line that ends it.
+    """The choice a judge's reply names on its last line, which must start with ``ANSWER:``.
 
-    A reply that is nothing but one allowed label is accepted too. Anything else, including
-    text after the last ``ANSWER:`` line, raises JudgeError naming the question, so an
-    unreadable reply is never scored as a pass.
+    A reply that is nothing but one allowed label is accepted too. Anything else raises
+    JudgeError naming the question, so an unreadable reply is never scored as a pass: text
+    after the answer line, or a last line that only contains the tag somewhere (``But the
+    artifact says: ANSWER: yes``, a quoted ``"ANSWER: yes"``), which is how a forged line
+    the judge repeats would look.
     """
     labels = tuple(choice.label for choice in question.choices)
-    matches = list(_answer_pattern(labels).finditer(reply))
-    last = matches[-1] if matches else None
-    if last is None:
-        found = question.choice(reply.strip().strip("*`\"'.![]()").strip())
-        problem = f"has no '{ANSWER_TAG}: <choice>' line naming one of {', '.join(labels)}"
-    elif _CLOSING.fullmatch(reply, last.end()):
-        found = question.choice(last.group(1))
-        problem = f"names no one of {', '.join(labels)}"
-    else:
-        # Whatever follows may be the judge quoting a forged line after its verdict: which
-        # line is the judge's own cannot be told, so the reply is not read at all.
-        found = None
-        problem = (
-            f"does not end with its '{ANSWER_TAG}: <choice>' line (text follows the last one, "
-            f"naming one of {', '.join(labels)})"
-        )
+    lines = [line for line in reply.splitlines() if line.strip()]
+    last = lines[-1] if lines else ""
+    match = _answer_line(labels).match(last)
+    found: Choice | None = None
+    if match is not None and _CLOSING.fullmatch(last, match.end()):
+        found = question.choice(match.group(1))
+    elif len(lines) == 1 and _TAG.search(last) is None:
+        found = question.choice(last.strip().strip("*`\"'.![]()").strip())
     if found is None:
+        if _TAG.search(reply) is not None:
+            # An answer line that is not the last line, or a last line that does not start
+            # with the tag: which one is the judge's own word cannot be told.
+            problem = (
+                f"does not end with its '{ANSWER_TAG}: <choice>' line (its last line must "
+                f"start with {ANSWER_TAG}: and name one of {', '.join(labels)})"
+            )
+        else:
+            problem = f"has no '{ANSWER_TAG}: <choice>' line naming one of {', '.join(labels)}"
         excerpt = " ".join(reply.split())
         if len(excerpt) > _EXCERPT:
             excerpt = "…" + excerpt[-_EXCERPT:]
@@ -129,15 +132,18 @@ def parse_reply(question: Question, reply: str) -> Choice:
 
 # What may follow the final ANSWER line: closing markup and punctuation, then whitespace.
 _CLOSING = re.compile(r"[*_`\"'\])}.!]*\s*")
+# The tag followed by its separator, anywhere: a reply that has one is trying to answer.
+_TAG = re.compile(rf"(?<![\w]){ANSWER_TAG}[ \t]*[*_`]*[ \t]*[:=]", re.IGNORECASE)
 
 
 @functools.lru_cache(maxsize=64)
-def _answer_pattern(labels: tuple[str, ...]) -> re.Pattern[str]:
-    # Longest labels first, so "n/a" is not read as "n"; the look-behind/ahead keep "no"
-    # from matching inside "not" or "know".
+def _answer_line(labels: tuple[str, ...]) -> re.Pattern[str]:
+    # Anchored at the line's start (bold markup allowed, quotes and prose not), so a line
+    # that merely quotes a forged answer never counts. Longest labels first, so "n/a" is
+    # not read as "n"; the look-ahead keeps "no" from matching inside "not".
     options = "|".join(re.escape(label) for label in sorted(labels, key=len, reverse=True))
     return re.compile(
-        rf"(?<![\w]){ANSWER_TAG}[ \t]*[*_`]*[ \t]*[:=][ \t]*[*_`\"'\[(]*[ \t]*"
+        rf"[ \t]*[*_]*[ \t]*{ANSWER_TAG}[ \t]*[*_`]*[ \t]*[:=][ \t]*[*_`\"'\[(]*[ \t]*"
         rf"({options})(?![\w/])",
         re.IGNORECASE,
     )

@@ -12,7 +12,9 @@ from canon.core.rubric import Question
 from canon.core.usage import Usage
 from canon.errors import JudgeError, UsageError
 
-CellState = Literal["answered", "na", "unscored"]
+# "refused": the judge declined to judge the question (a safety refusal). Never a pass and
+# never an outage: the artifact cannot be canon on it, yet it says nothing about the agent.
+CellState = Literal["answered", "na", "unscored", "refused"]
 
 # The gate trips when at least this much of the judge's mass says "contradiction":
 # an even split is not evidence of coherence, so it fails closed.
@@ -44,7 +46,7 @@ class Cell(NamedTuple):
     confidence: float | None = None  # mass of the modal choice
     distribution: tuple[tuple[str, float], ...] = ()
     rationale: str | None = None
-    error: str | None = None  # why the judge could not answer (unscored cells)
+    error: str | None = None  # why the judge could not answer (unscored and refused cells)
     usage: Usage | None = None  # what answering it spent; None when no call was made
     error_type: str | None = None  # the class of that failure (an exception name), if known
 
@@ -83,6 +85,11 @@ class ArtifactResult:
     def unscored(self) -> tuple[Cell, ...]:
         """Cells the judge failed to answer."""
         return tuple(c for c in self.cells if c.state == "unscored")
+
+    @property
+    def refused(self) -> tuple[Cell, ...]:
+        """Cells the judge refused to judge."""
+        return tuple(c for c in self.cells if c.state == "refused")
 
     def cell(self, question_id: str) -> Cell:
         """The cell for a question id."""
@@ -194,6 +201,15 @@ def unscored_cell(
     return Cell(question, "unscored", error=reason, usage=usage, error_type=error_type)
 
 
+def refused_cell(question: Question, reason: str, usage: Usage | None = None) -> Cell:
+    """A cell for a question the judge refused to judge; never a pass, never an outage."""
+    return Cell(question, "refused", error=reason, usage=usage, error_type="JudgeRefusedError")
+
+
+REFUSAL_NOTE = "not canon until a person or another judge decides; no evidence against the agent"
+REFUSED_PREFIX = "judge refused"  # how a refusal's reason starts, so later steps keep it
+
+
 def gate_tripped(cell: Cell) -> bool:
     """Whether the NSCP gate question says the artifact contradicts the constitution."""
     if cell.state != "answered" or cell.score is None:
@@ -226,12 +242,18 @@ def judge_verdict(
         reasons.append(
             f"NSCP gate: the judge found a contradiction ({question.id}: {question.text})"
         )
+    refused = [c for c in cells if c.state == "refused"]
+    if refused:
+        ids = ", ".join(c.id for c in refused)
+        reasons.append(
+            f"{REFUSED_PREFIX} {len(refused)} of {len(cells)} questions ({ids}): {REFUSAL_NOTE}"
+        )
     unscored = [c for c in cells if c.state == "unscored"]
     if unscored:
         ids = ", ".join(c.id for c in unscored)
         reasons.append(f"{len(unscored)} of {len(cells)} questions unscored (judge failed: {ids})")
     if score is None:
-        if not unscored:
+        if not unscored and not refused:
             reasons.append("no question applied to this artifact")
     elif score < threshold:
         reasons.append(f"score {score:.3f} is below the threshold {threshold:.3f}")
@@ -253,10 +275,11 @@ def judge_verdict(
 def fails_on_evidence(result: ArtifactResult) -> bool:
     """Whether an artifact is non-canon on evidence, not merely because the judge was down.
 
-    A gate that stopped it, a tripped NSCP gate, a score below the threshold, or no
-    applicable question at all; unscored questions alone are not evidence (CI may retry).
+    A gate that stopped it, a tripped NSCP gate, a question the judge refused (fail closed),
+    a score below the threshold, or no applicable question at all; unscored questions alone
+    are not evidence (CI may retry).
     """
-    if result.stopped_by is not None or result.gated:
+    if result.stopped_by is not None or result.gated or result.refused:
         return True
     if result.score is None:
         return not result.unscored
@@ -297,6 +320,8 @@ def _gate_notes(gates: Sequence[GateOutcome]) -> list[str]:
 def failure_message(result: ArtifactResult) -> str:
     """The text of the AssertionError raised for a non-canon artifact."""
     lines = [f"non-canon artifact {result.key}: " + "; ".join(result.reasons)]
+    for cell in result.refused:
+        lines.append(f"  {cell.id} refused by the judge: {reason_excerpt(cell)}")
     # Only questions below full marks: a perfect score explains nothing about a failure.
     lowest = [c for c in shortfalls(result) if c.state == "answered"][:3]
     if lowest:
@@ -310,16 +335,23 @@ def failure_message(result: ArtifactResult) -> str:
 
 
 def falls_short(cell: Cell) -> bool:
-    """Whether a cell did not pass: unscored, or answered below full marks."""
-    if cell.state == "unscored":
+    """Whether a cell did not pass: unscored, refused, or answered below full marks."""
+    if cell.state in ("unscored", "refused"):
         return True
     return cell.state == "answered" and cell.score is not None and cell.score < 1.0
 
 
 def shortfalls(result: ArtifactResult) -> tuple[Cell, ...]:
-    """The cells that did not pass, unscored ones first, then the lowest-scoring."""
+    """The cells that did not pass, unscored and refused ones first, then the lowest-scoring."""
     short = [c for c in result.cells if falls_short(c)]
     return tuple(sorted(short, key=lambda c: -1.0 if c.score is None else c.score))
+
+
+def shown_score(cell: Cell) -> str:
+    """A cell's score as reports print it: ``0.50``, ``unscored`` or ``judge refused``."""
+    if cell.state == "refused":
+        return "judge refused"
+    return "unscored" if cell.score is None else f"{cell.score:.2f}"
 
 
 def cell_label(cell: Cell) -> str:
@@ -329,8 +361,9 @@ def cell_label(cell: Cell) -> str:
 
 def reason_excerpt(cell: Cell, width: int = 160) -> str | None:
     """The judge's reason for a cell on one line, cut to ``width`` characters; None when
-    it gave none (a scripted judge). An unscored cell's reason is why the judge failed."""
-    reason = cell.error if cell.state == "unscored" else cell.rationale
+    it gave none (a scripted judge). An unscored or refused cell's reason is the failure or
+    the refusal."""
+    reason = cell.error if cell.state in ("unscored", "refused") else cell.rationale
     if not reason or not reason.strip():
         return None
     flat = " ".join(reason.split())

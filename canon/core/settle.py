@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from canon.core.evidence import Evidence
-from canon.core.scoring import ArtifactResult, Cell, gate_tripped, judge_verdict
+from canon.core.scoring import REFUSED_PREFIX, ArtifactResult, Cell, gate_tripped, judge_verdict
 
 # A baseline cell was "solidly satisfied" with a clear score and a confident judge; a
 # current cell at or below SOLID_VIOLATED is a flip worth testing.
@@ -97,11 +97,13 @@ def settle(
             )
     elif verdict.gated or any(q in evidence for q in gate_ids):
         notes.append(_unconfirmed_gate(evidence, gate_ids))
+    # A refusal fails closed whatever the re-asks say (canon.core.scoring.REFUSAL_NOTE).
+    reasons.extend(r for r in verdict.reasons if r.startswith(REFUSED_PREFIX))
     reasons.extend(r for r in verdict.reasons if "unscored" in r)
     bound = upper_bound(pooled, evidence)
     below = False
     if score is None:
-        if not verdict.unscored:
+        if not verdict.unscored and not verdict.refused:
             reasons.append("no question applied to this artifact")
     elif not gated and score < result.threshold:
         if bound is not None and bound < result.threshold:

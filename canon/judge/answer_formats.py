@@ -2,9 +2,11 @@
 
 With structured output the endpoint is asked for a JSON object whose ``answer`` is one of
 the offered labels (an enum), so the reply is read by a JSON parser rather than by
-searching text the artifact might have forged. With logprobs on, the answer's confidence is
-the probability the model gave each offered label at the position where the label begins,
-renormalised over the offered labels.
+searching text the artifact might have forged. Unless reasons are turned off, the object
+holds a short ``reason`` first: a model that writes its reason before its answer weighs the
+artifact before committing, and the reports quote it. With logprobs on, the answer's
+confidence is the probability the model gave each offered label at the position where the
+label begins, renormalised over the offered labels.
 """
 
 from __future__ import annotations
@@ -21,9 +23,26 @@ from canon.core.rubric import Choice, Question
 Token = tuple[str, float, tuple[tuple[str, float], ...]]
 
 
-def answer_schema(question: Question, variant: int = 0) -> dict[str, Any]:
-    """An OpenAI ``response_format`` whose only valid replies name one offered label."""
+# The longest reason the schema allows: a sentence or two, so reasons cost a bounded number
+# of completion tokens (docs/judge.md has the measured cost).
+REASON_MAX_LENGTH = 200
+
+
+def answer_schema(question: Question, variant: int = 0, *, reasons: bool = True) -> dict[str, Any]:
+    """An OpenAI ``response_format`` whose only valid replies name one offered label.
+
+    With ``reasons`` the object has a bounded ``reason`` string first (property order is
+    generation order for constrained decoders), then the ``answer``.
+    """
     labels = [choice.label for choice in choice_order(question, variant)]
+    properties: dict[str, Any] = {}
+    if reasons:
+        properties["reason"] = {
+            "type": "string",
+            "description": "One or two sentences weighing the artifact against the question.",
+            "maxLength": REASON_MAX_LENGTH,
+        }
+    properties["answer"] = {"type": "string", "enum": labels}
     return {
         "type": "json_schema",
         "json_schema": {
@@ -31,8 +50,8 @@ def answer_schema(question: Question, variant: int = 0) -> dict[str, Any]:
             "strict": True,
             "schema": {
                 "type": "object",
-                "properties": {"answer": {"type": "string", "enum": labels}},
-                "required": ["answer"],
+                "properties": properties,
+                "required": list(properties),
                 "additionalProperties": False,
             },
         },
@@ -44,14 +63,21 @@ def looks_structured(reply: str) -> bool:
     return reply.lstrip().startswith("{")
 
 
-def read_structured(question: Question, reply: str) -> Choice | None:
-    """The choice a JSON reply's ``answer`` names, or None."""
+def read_structured(question: Question, reply: str) -> tuple[Choice, str | None] | None:
+    """The choice a JSON reply's ``answer`` names and its ``reason`` (None if it gave none),
+    or None when the reply names no offered choice."""
     try:
         data = json.loads(reply)
     except ValueError:
         return None
-    value = data.get("answer") if isinstance(data, dict) else None
-    return question.choice(value) if isinstance(value, str) else None
+    if not isinstance(data, dict):
+        return None
+    value = data.get("answer")
+    choice = question.choice(value) if isinstance(value, str) else None
+    if choice is None:
+        return None
+    reason = data.get("reason")
+    return choice, reason.strip() if isinstance(reason, str) and reason.strip() else None
 
 
 def logprob_distribution(

@@ -22,7 +22,7 @@ from canon.judge.litellm_module import (
     provider_error,
 )
 
-FailureKind = Literal["transient", "malformed", "unparseable"]
+FailureKind = Literal["transient", "malformed", "unparseable", "refused"]
 
 # litellm prefixes messages with its class names ("litellm.RateLimitError: RateLimitError:
 # OpenAIException - slow down"); the reader needs only the provider's words.

@@ -14,7 +14,7 @@ Failures are sorted by what can fix them (see docs/judge.md for the exit codes):
   retry); the run's limiter (canon.judge.concurrency) hears of each, shrinks its in-flight
   limit, and trips its breaker when the judge keeps failing;
 - a reply that names no offered choice: retried, then a JudgeError for that question (an
-  unscored cell, never a pass).
+  unscored cell, never a pass); a refusal to judge is a JudgeRefusedError at once.
 
 The reply is asked as JSON under a schema whose enum is the offered labels where the
 endpoint supports it (``structured_output``), and with ``logprobs`` the answer distribution
@@ -39,6 +39,7 @@ from canon.errors import (
     JudgeCredentialError,
     JudgeError,
     JudgeFormatError,
+    JudgeRefusedError,
     JudgeUnavailableError,
     UsageError,
 )
@@ -105,6 +106,7 @@ class LiteLLMJudge:
         logprobs: bool = False,
         structured_output: bool | Literal["auto"] = "auto",
         transport: Transport = "auto",
+        reasons: bool = True,
     ) -> None:
         if not isinstance(model, str) or "/" not in model.strip("/"):
             raise UsageError(f"LiteLLMJudge model must look like provider/model, got {model!r}")
@@ -115,8 +117,9 @@ class LiteLLMJudge:
         _check_number("reask_temperature", reask_temperature, minimum=0.0)
         _check_number("backoff", backoff, minimum=0.0)
         _check_number("max_backoff", max_backoff, minimum=0.0)
-        if not isinstance(logprobs, bool):
-            raise UsageError(f"LiteLLMJudge logprobs must be true or false, got {logprobs!r}")
+        for flag, value in (("logprobs", logprobs), ("reasons", reasons)):
+            if not isinstance(value, bool):
+                raise UsageError(f"LiteLLMJudge {flag} must be true or false, got {value!r}")
         if structured_output not in (True, False, "auto"):
             raise UsageError(
                 "LiteLLMJudge structured_output must be true, false or auto, "
@@ -143,6 +146,7 @@ class LiteLLMJudge:
         self.logprobs = logprobs
         self.structured_output = structured_output
         self.transport = transport
+        self.reasons = reasons  # structured replies carry a reason before the answer
         self._ready = False
         self._direct: Any = None  # a canon.judge.openai_http.DirectOpenAI when used
         self._structured = False  # decided on the first question
@@ -185,6 +189,7 @@ class LiteLLMJudge:
             "endpoints": endpoints,
             "logprobs": self.logprobs,
             "structured_output": self.structured_output,
+            "reasons": self.reasons,
         }
 
     async def answer(self, request: JudgeRequest) -> Answer:
@@ -244,6 +249,8 @@ class LiteLLMJudge:
                     self._readable = True
                     return attach_usage(tallied, meter)
                 failure = tallied
+                if failure.kind == "refused":  # the model's own decision: a retry repeats it
+                    break
             if attempt < budget:
                 await self._back_off(attempt, failure.retry_after, limiter)
         error = self._gave_up(failure, budget)
@@ -263,6 +270,8 @@ class LiteLLMJudge:
     def _gave_up(self, failure: Failure, budget: int) -> JudgeError | JudgeFormatError:
         """The error for a question whose attempts are used up, by what went wrong."""
         attempts = f"after {budget} attempt(s)"
+        if failure.kind == "refused":
+            return JudgeRefusedError(f"judge {self.model}: {failure.detail}")
         if failure.kind == "transient":
             self._outage = True
             return JudgeUnavailableError(
@@ -337,6 +346,7 @@ class LiteLLMJudge:
             constrain_answers=self.constrain_answers,
             structured=self._structured,
             logprobs=self.logprobs,
+            reasons=self.reasons,
         )
         completion = await self._complete(body, self.samples)
         replies = list(completion.replies)

@@ -20,6 +20,7 @@ def request_body(
     constrain_answers: bool,
     structured: bool,
     logprobs: bool,
+    reasons: bool = True,
 ) -> dict[str, Any]:
     """The request fields: messages and temperature, plus the answer format asked for."""
     body: dict[str, Any] = {"messages": messages, "temperature": temperature}
@@ -28,7 +29,7 @@ def request_body(
     if constrain_answers:
         body["grammar"] = answer_grammar(question)
     if structured:
-        body["response_format"] = answer_schema(question, variant)
+        body["response_format"] = answer_schema(question, variant, reasons=reasons)
     if logprobs:
         body["logprobs"] = True
         # Enough alternatives to see every offered label, as llama.cpp and OpenAI allow.

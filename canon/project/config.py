@@ -40,6 +40,7 @@ JUDGE_OPTIONS = {
     "batch": bool,  # read by the CLI (provider batch mode), not passed to the judge
     "logprobs": bool,
     "structured_output": object,  # true, false or "auto": LiteLLMJudge checks it
+    "reasons": bool,  # false: structured replies carry no reason (fewer completion tokens)
     "transport": str,
     "api_base": str,  # an OpenAI-compatible endpoint of one's own (llama.cpp, vLLM, a proxy)
 }

@@ -9,7 +9,7 @@ from typing import Any
 
 from canon.errors import ConfigError, UsageError
 from canon.judge.base import Judge
-from canon.judge.mock import MockJudge
+from canon.judge.mock import BY_ARTIFACT_KEY, MockJudge
 from canon.project.store import read_yaml
 
 MOCK_PREFIX = "mock:"
@@ -64,17 +64,26 @@ def litellm_model(spec: str) -> str:
 
 
 def mock_judge_from_file(path: Path) -> MockJudge:
-    """A MockJudge whose script is a YAML mapping of question-substring → choice label."""
+    """A MockJudge whose script is a YAML mapping of question-substring → reply (a label,
+    ``{answer, reason}`` or ``{refusal}``), with answers keyed by artifact id under
+    ``by_artifact``."""
     script = read_yaml(path, "mock judge script", ConfigError)
     if not isinstance(script, Mapping) or not script:
         raise ConfigError(
             f"{path}: a mock judge script is a non-empty mapping of question text → choice"
         )
     for key, reply in script.items():
+        if key == BY_ARTIFACT_KEY:
+            continue  # MockJudge checks its shape
         if not isinstance(key, str) or not isinstance(reply, str | Mapping):
             raise ConfigError(
                 f"{path}: entry {key!r} must map text to a choice label, got {reply!r}"
             )
-    return MockJudge(
-        script={str(k): v for k, v in script.items()}, name=f"mock:{path.name}", source=str(path)
-    )
+    try:
+        return MockJudge(
+            script={str(k): v for k, v in script.items()},
+            name=f"mock:{path.name}",
+            source=str(path),
+        )
+    except UsageError as exc:
+        raise ConfigError(f"{path}: {exc}") from None

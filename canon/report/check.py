@@ -8,7 +8,7 @@ from typing import Any
 
 from canon.core.baseline import Baseline
 from canon.core.compare import REACCEPT, Comparison, Drift, Rate
-from canon.core.scoring import ArtifactResult, Cell, reason_excerpt, shortfalls
+from canon.core.scoring import REFUSED_PREFIX, ArtifactResult, Cell, reason_excerpt, shortfalls
 from canon.report.text import printable
 
 _FLIP_VERDICTS = {
@@ -27,6 +27,13 @@ def exit_code_for(comparison: Comparison) -> int:
 
 def remedy(comparison: Comparison, baseline: Baseline) -> str:
     """The last line of a check report: the verdict and what to do next."""
+    if comparison.status == "regressed" and _only_refusals(comparison):
+        keys = ", ".join(n.key for n in comparison.failures)
+        return (
+            f"JUDGE REFUSED: the judge refused to judge {keys}; that fails the check (it "
+            "cannot be canon) but is not a regression of the agent: have a person or "
+            "another judge decide it"
+        )
     if comparison.status == "regressed":
         return f"REGRESSION: fix what regressed; if the change is intended, {REACCEPT}"
     if comparison.status == "unavailable":
@@ -38,6 +45,17 @@ def remedy(comparison: Comparison, baseline: Baseline) -> str:
     if stale or any(REACCEPT in note for note in comparison.notes):
         return f"CONFORMS to the baseline; to fold the notes above into it, {REACCEPT}"
     return "CONFORMS to the baseline"
+
+
+def _only_refusals(comparison: Comparison) -> bool:
+    """Whether the check fails only because the judge refused to judge some artifacts."""
+    failures = comparison.failures
+    return (
+        bool(failures)
+        and all(any(r.startswith(REFUSED_PREFIX) for r in n.reasons) for n in failures)
+        and not comparison.regressions
+        and not comparison.drift.regressed
+    )
 
 
 def _reason_lines(result: ArtifactResult | None, indent: str = "    ") -> list[str]:
@@ -181,7 +199,7 @@ def _shortfall_data(result: ArtifactResult | None) -> list[dict[str, Any]]:
             "question": cell.id,
             "state": cell.state,
             "score": cell.score,
-            "reason": cell.error if cell.state == "unscored" else cell.rationale,
+            "reason": cell.error if cell.state in ("unscored", "refused") else cell.rationale,
         }
         for cell in shortfalls(result)
     ]

@@ -17,6 +17,7 @@ from canon.core.scoring import (
     fails_on_evidence,
     reason_excerpt,
     shortfalls,
+    shown_score,
 )
 
 TITLE = "Canon"
@@ -106,9 +107,9 @@ def github_annotations(
 def _non_canon_message(result: ArtifactResult) -> str:
     lines = list(result.reasons)
     for cell in shortfalls(result):
-        if cell.score is not None:  # unscored ones are already counted in the reasons
+        if cell.state != "unscored":  # unscored ones are already counted in the reasons
             reason = reason_excerpt(cell)
-            line = f"{cell.id} {cell.score:.2f}: {cell_label(cell)}"
+            line = f"{cell.id} {shown_score(cell)}: {cell_label(cell)}"
             lines.append(line if reason is None else f"{line} - judge: {reason}")
     return "\n".join(lines)
 

@@ -113,6 +113,7 @@ def _summary(
         ("non-canon", str(counts["non-canon"])),
         ("incomplete", str(counts["incomplete"])),
         ("unscored questions", str(sum(len(r.unscored) for r in results))),
+        ("questions the judge refused", str(sum(len(r.refused) for r in results))),
         ("rubric", f"{plan.rubric.id} {plan.rubric.version} ({plan.rubric.fingerprint})"),
         ("judge", plan.judge.name),
         ("constitution digest", plan.constitution.digest),
@@ -271,12 +272,13 @@ def _cell_row(cell: Cell) -> tuple[str, ...]:
     def number(value: float | None) -> str:
         return "" if value is None else f"{value:.2f}"
 
-    # the judge's own words in full; for an unscored cell, why the judge could not answer
-    reason = cell.error if cell.state == "unscored" else cell.rationale
+    # the judge's own words in full; for an unscored cell, why the judge could not answer,
+    # and for a refused one, the judge's refusal
+    reason = cell.error if cell.state in ("unscored", "refused") else cell.rationale
     return (
         cell.id,
         cell_label(cell),
-        cell.state,
+        "judge refused" if cell.state == "refused" else cell.state,
         number(cell.score),
         number(cell.confidence),
         reason or "",

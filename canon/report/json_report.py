@@ -27,6 +27,7 @@ def results_document(results: Sequence[ArtifactResult], plan: ScoringPlan) -> di
             "canon": sum(r.canon for r in results),
             "non_canon": sum(not r.canon for r in results),
             "unscored_questions": sum(len(r.unscored) for r in results),
+            "refused_questions": sum(len(r.refused) for r in results),
         },
         "usage": run_usage(results).as_data(),
     }

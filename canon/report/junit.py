@@ -16,6 +16,7 @@ from canon.core.scoring import (
     fails_on_evidence,
     reason_excerpt,
     shortfalls,
+    shown_score,
 )
 
 # Everything XML 1.0 has no way to express, even as a character reference: C0 controls
@@ -147,7 +148,7 @@ def _artifact_case(
             case,
             "failure",
             f"non-canon: {result.reasons[0] if result.reasons else result.key}",
-            "non-canon",
+            "judge-refused" if result.refused else "non-canon",
             "\n".join([*result.reasons, *_shortfall_lines(result)]),
         )
     for flip in flips:
@@ -203,7 +204,7 @@ def _shortfall_lines(result: ArtifactResult) -> list[str]:
     """One line per question that fell short, with the judge's reason where it gave one."""
     lines = []
     for cell in shortfalls(result):
-        shown = "unscored" if cell.score is None else f"{cell.score:.2f}"
+        shown = shown_score(cell)
         reason = reason_excerpt(cell)
         line = f"{cell.id} {shown}: {cell_label(cell)}"
         lines.append(line if reason is None else f"{line}\n  judge: {reason}")

@@ -29,6 +29,7 @@ VERDICT_EVALUATION = "canon.verdict"
 CHECK_EVALUATION = "canon.check"
 # What error.type says when the judge failed without naming a class of failure.
 UNKNOWN_ERROR_TYPE = "_OTHER"
+REFUSED_LABEL = "judge_refused"  # the label of a question the judge refused to judge
 
 AttributeValue = str | bool | int | float
 Attributes = dict[str, AttributeValue]
@@ -192,6 +193,11 @@ def _question(cell: Cell, common: Attributes, fingerprint: str) -> Attributes:
         attributes["error.type"] = cell.error_type or UNKNOWN_ERROR_TYPE
         if cell.error:
             attributes["error.message"] = cell.error
+        return attributes
+    if cell.state == "refused":  # an outcome, not an error: the judge declined to judge
+        attributes["gen_ai.evaluation.score.label"] = REFUSED_LABEL
+        if cell.error:
+            attributes["gen_ai.evaluation.explanation"] = cell.error
         return attributes
     if cell.score is not None:
         attributes["gen_ai.evaluation.score.value"] = cell.score

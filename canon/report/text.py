@@ -7,7 +7,13 @@ from collections import Counter
 from collections.abc import Sequence
 
 from canon.check.spend import run_usage
-from canon.core.scoring import ArtifactResult, cell_label, reason_excerpt, shortfalls
+from canon.core.scoring import (
+    ArtifactResult,
+    cell_label,
+    reason_excerpt,
+    shortfalls,
+    shown_score,
+)
 
 LABEL_WIDTH = 100
 
@@ -47,7 +53,7 @@ def render_results(results: Sequence[ArtifactResult]) -> str:
             if not (prefixes and note.startswith(prefixes))
         )
         for cell in shortfalls(result):
-            shown = "unscored" if cell.score is None else f"{cell.score:.2f}"
+            shown = shown_score(cell)
             shown_id = (
                 f"{cell.id} [{cell.question.principle}]" if cell.question.principle else cell.id
             )
@@ -59,7 +65,10 @@ def render_results(results: Sequence[ArtifactResult]) -> str:
         lines.append(skip_summary(skipped, len(results)))
     failed = sum(not r.canon for r in results)
     unscored = sum(len(r.unscored) for r in results)
+    refused = sum(len(r.refused) for r in results)
     summary = f"{len(results) - failed} canon, {failed} non-canon"
+    if refused:
+        summary += f", {refused} question(s) the judge refused"
     if unscored:
         summary += f", {unscored} unscored question(s)"
     lines.append(summary)

@@ -41,7 +41,9 @@ def local_model(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     if reason is not None:
         pytest.skip(reason)
     log = tmp_path_factory.mktemp("local-model") / "server.log"
-    with local_model_server.running_local_model(log) as model:
+    # Room for a structured reply's reason (up to 200 characters: ~110 tokens of this model's
+    # JSON) as well as the answer; a reply cut short mid-reason would be unreadable.
+    with local_model_server.running_local_model(log, max_tokens=192) as model:
         yield model
 
 

@@ -8,6 +8,8 @@ JSON, a 401), one per request, before it starts giving its scripted replies.
 Like llama.cpp it can have a fixed number of ``slots``: requests beyond them wait in the
 server's queue, each taking ``latency`` seconds of service. A rule's ``top`` gives the
 log-probabilities returned (when asked for ``logprobs``) at the token that spells the answer.
+A rule's ``refusal`` is sent as the message's ``refusal`` field (its content then null), and
+its ``finish_reason`` replaces ``stop`` (e.g. ``content_filter``), as OpenAI does.
 """
 
 from __future__ import annotations
@@ -40,6 +42,8 @@ class Rule:
     always: str | None = None  # a fault given to every request, forever
     top: dict[str, float] | None = None  # token -> probability at the answer's position
     hits: int = 0
+    refusal: str | None = None  # sent in message.refusal, with null content
+    finish_reason: str = "stop"
 
 
 class FakeLLM:
@@ -100,14 +104,24 @@ class FakeLLM:
         faults: Sequence[str] = (),
         always: str | None = None,
         top: dict[str, float] | None = None,
+        refusal: str | None = None,
+        finish_reason: str = "stop",
     ) -> Rule:
         """Add a rule; later rules are tried after earlier ones."""
         rule = Rule(match, replies or ("ANSWER: yes",), list(faults), always, top)
+        rule.refusal, rule.finish_reason = refusal, finish_reason
         self.rules.append(rule)
         return rule
 
     def decide(self, body: dict[str, Any]) -> tuple[str | None, list[str], dict[str, float] | None]:
         """The fault to inject (or None), the reply contents and the rule's ``top``."""
+        fault, replies, top, _ = self.decide_rule(body)
+        return fault, replies, top
+
+    def decide_rule(
+        self, body: dict[str, Any]
+    ) -> tuple[str | None, list[str], dict[str, float] | None, Rule | None]:
+        """As ``decide``, with the rule that decided (None for the fallback reply)."""
         user = "\n".join(
             str(m.get("content", "")) for m in body.get("messages", []) if m.get("role") == "user"
         )
@@ -116,15 +130,15 @@ class FakeLLM:
             for rule in self.rules:
                 if rule.match in user:
                     if rule.always is not None:
-                        return rule.always, [], None
+                        return rule.always, [], None, rule
                     if rule.faults:
-                        return rule.faults.pop(0), [], None
+                        return rule.faults.pop(0), [], None, rule
                     count = int(body.get("n") or 1) if self.honour_n else 1
                     start = rule.hits
                     rule.hits += count
                     replies = [rule.replies[(start + i) % len(rule.replies)] for i in range(count)]
-                    return None, replies, rule.top
-        return None, ["I cannot tell."], None
+                    return None, replies, rule.top, rule
+        return None, ["I cannot tell."], None, None
 
 
 def _handler(state: FakeLLM) -> type[BaseHTTPRequestHandler]:
@@ -147,10 +161,10 @@ def _handler(state: FakeLLM) -> type[BaseHTTPRequestHandler]:
             if not self.path.endswith("/chat/completions"):
                 self._send(404, {"error": {"message": "no such route"}})
                 return
-            fault, replies, top = state.decide(body)
+            fault, replies, top, rule = state.decide_rule(body)
             if fault is None:
                 with state.serving():
-                    self._send(200, _completion(body, replies, top, state.prompt_tokens))
+                    self._send(200, _completion(body, replies, top, state.prompt_tokens, rule))
             elif fault in ("500", "503"):
                 self._send(int(fault), {"error": {"message": "server exploded", "type": "x"}})
             elif fault == "429":
@@ -229,7 +243,10 @@ def _completion(
     replies: list[str],
     top: dict[str, float] | None = None,
     prompt_tokens: int = 10,
+    rule: Rule | None = None,
 ) -> dict[str, Any]:
+    refusal = None if rule is None else rule.refusal
+    finish = "stop" if rule is None else rule.finish_reason
     return {
         "id": "chatcmpl-fake",
         "object": "chat.completion",
@@ -238,8 +255,12 @@ def _completion(
         "choices": [
             {
                 "index": i,
-                "message": {"role": "assistant", "content": text},
-                "finish_reason": "stop",
+                "message": {
+                    "role": "assistant",
+                    "content": None if refusal is not None else text,
+                    **({"refusal": refusal} if refusal is not None else {}),
+                },
+                "finish_reason": finish,
                 **({"logprobs": _logprobs(text, top)} if body.get("logprobs") else {}),
             }
             for i, text in enumerate(replies)

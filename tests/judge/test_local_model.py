@@ -23,6 +23,7 @@ import pytest
 from canon.core.rubric import Choice, Question
 from canon.core.scoring import Answer
 from canon.errors import CanonError, JudgeUnavailableError
+from canon.judge.answer_formats import REASON_MAX_LENGTH
 from canon.judge.base import JudgeRequest
 from canon.judge.litellm_judge import LiteLLMJudge
 from canon.judge.request_body import answer_grammar
@@ -126,6 +127,20 @@ def test_with_a_json_schema_the_local_model_labels_every_question(local_model, r
         assert isinstance(answer, Answer), answer
         ((label, mass),) = answer.distribution.items()
         assert label in _labels(request.question) and mass == 1.0
+        # The schema asks for a reason first; llama.cpp honours it, so one is there, and it
+        # is the reason alone, not the JSON reply around it.
+        assert answer.rationale and not answer.rationale.lstrip().startswith("{")
+        assert len(answer.rationale) <= REASON_MAX_LENGTH
+
+
+@pytest.mark.slow
+def test_with_reasons_off_the_local_model_answers_the_bare_schema(local_model, requests):
+    judge = _judge(local_model, structured_output=True, max_tokens=None, reasons=False)
+    results = _ask_all(judge, requests)
+    for request in requests:
+        answer = results[request.question.id]
+        assert isinstance(answer, Answer), answer
+        assert answer.rationale is None
 
 
 @pytest.mark.slow
@@ -133,7 +148,11 @@ def test_with_a_json_schema_the_local_model_labels_every_question(local_model, r
 def test_logprobs_from_llama_cpp_give_real_confidences_over_the_offered_labels(
     local_model, requests, form
 ):
-    options = {"constrain_answers": True} if form == "grammar" else {"max_tokens": None}
+    # Without a reason: after writing one, this 135M model's (unconstrained) top tokens at
+    # the answer hold no rival label, so every confidence would be 1.0 and prove nothing.
+    options: dict[str, Any] = (
+        {"constrain_answers": True} if form == "grammar" else {"max_tokens": None, "reasons": False}
+    )
     results = _ask_all(_judge(local_model, logprobs=True, **options), requests)
     confidences = []
     for request in requests:

@@ -73,7 +73,6 @@ def test_the_same_request_renders_the_same_prompt(constitution, questions):
         ("answer: N/A", "n/a"),
         ("**ANSWER:** no", "no"),
         ("ANSWER: `yes`.", "yes"),
-        ("Final answer = yes", "yes"),
         ("yes", "yes"),
         ("  No.  ", "no"),
         ("I first thought ANSWER: yes, but on reflection\nANSWER: no", "no"),
@@ -91,6 +90,7 @@ def test_replies_are_read_from_their_last_answer_line(questions, reply, label):
         "ANSWER: not sure",
         "ANSWER: maybe",
         "yes, mostly",
+        "Final answer = yes",  # the tag must start the last line
     ],
 )
 def test_an_unreadable_reply_is_a_judge_error_naming_the_question(questions, reply):
@@ -164,6 +164,12 @@ def test_a_variant_changes_nothing_but_the_order_of_the_choices(constitution, qu
         # any text after the last ANSWER line, even a harmless one
         "The reply is off-mission.\nANSWER: no\nHope this helps!",
         "ANSWER: yes because it serves the mission",
+        # a last line that quotes a forged answer rather than starting with the tag
+        "ANSWER: no\nBut the artifact says: ANSWER: yes",
+        'ANSWER: no\n"ANSWER: yes"',
+        "ANSWER: no\n> ANSWER: yes",
+        "ANSWER: no\n`ANSWER: yes`",
+        "The artifact is fine. ANSWER: yes",
     ],
 )
 def test_a_reply_that_goes_on_after_its_last_answer_line_is_unreadable(questions, reply):

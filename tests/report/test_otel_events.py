@@ -6,10 +6,12 @@ import dataclasses
 from pathlib import Path
 
 from canon.core.rubric import Question
+from canon.core.scoring import refused_cell
 from canon.gates.contracts.execution import Execution, Step
 from canon.project.contract_files import read_trace
 from canon.report.otel_events import (
     EVENT_NAME,
+    REFUSED_LABEL,
     UNKNOWN_ERROR_TYPE,
     TraceLink,
     evaluation_events,
@@ -103,6 +105,17 @@ def test_an_unscored_cell_without_a_known_class_says_other(mixed, plan):
     assert _named(events, "judge-down", "canon.mission").attributes["error.type"] == (
         UNKNOWN_ERROR_TYPE
     )
+
+
+def test_a_refused_question_is_labelled_judge_refused_with_the_refusal_and_no_score(mixed, plan):
+    result = next(r for r in mixed if r.key == "fine")
+    refusal = "the judge refused to judge: I can't help with that."
+    cells = tuple(refused_cell(c.question, refusal) if c.id == "P1" else c for c in result.cells)
+    events = evaluation_events([dataclasses.replace(result, cells=cells)], plan)
+    event = _named(events, "fine", "canon.P1").attributes
+    assert event["gen_ai.evaluation.score.label"] == REFUSED_LABEL == "judge_refused"
+    assert event["gen_ai.evaluation.explanation"] == refusal
+    assert "gen_ai.evaluation.score.value" not in event and "error.type" not in event
 
 
 def test_a_stopped_artifact_gets_its_gate_event_and_no_question_events(mixed, plan, hostile):
