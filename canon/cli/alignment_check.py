@@ -1,0 +1,72 @@
+"""What a failed ``canon check`` says of the judge's recorded agreement with people."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from canon.check.runner import ScoringPlan
+from canon.cli.common import shown_path
+from canon.core.alignment import (
+    AlignmentStatus,
+    Provenance,
+    alignment_statuses,
+    below_required,
+    failing_questions,
+)
+from canon.core.baseline import Baseline
+from canon.core.comparison import Comparison
+from canon.core.scoring import ArtifactResult
+from canon.errors import BaselineError
+from canon.project.alignment_store import alignment_path, read_alignment
+
+
+class JudgeChangedError(BaselineError):
+    """The baseline was judged by another judge: compare the judges, do not compare runs."""
+
+
+def provenance_of(plan: ScoringPlan) -> Provenance:
+    """What an alignment measured with this plan holds for."""
+    return Provenance(plan.judge.name, plan.rubric.fingerprint, plan.constitution.digest)
+
+
+def check_alignment(
+    baseline: Path,
+    plan: ScoringPlan,
+    comparison: Comparison,
+    results: Sequence[ArtifactResult],
+    require: float | None,
+) -> tuple[tuple[AlignmentStatus, ...], str | None]:
+    """For a failed check: each failing question's recorded alignment, and why
+    ``--require-alignment`` fails the run (None when it does not)."""
+    if not comparison.failed:
+        return (), None
+    failing = failing_questions(comparison, results)
+    if not failing:
+        return (), None
+    path = alignment_path(baseline)
+    records = read_alignment(path, shown_path(path))
+    provenance = provenance_of(plan)
+    statuses = alignment_statuses(failing, records, provenance)
+    refusal = None if require is None else below_required(statuses, require)
+    return statuses, refusal
+
+
+def refuse_changed_judge(baseline: Baseline, plan: ScoringPlan, source: str) -> None:
+    """Stop a check whose judge is not the baseline's: its differences would be the judge's."""
+    now = plan.judge.name
+    if baseline.judge is None or baseline.judge == now:
+        return
+    raise JudgeChangedError(
+        f"judge changed (baseline {source} judged by {baseline.judge}, this run by {now}): "
+        f'run "canon rejudge --judge {_spec(now)}" to compare the two judges on the '
+        "baseline's artifacts before accepting; no regression was looked for"
+    )
+
+
+def _spec(name: str) -> str:
+    """A judge's name as ``--judge`` takes it (litellm's provider/model -> provider:model)."""
+    if name.startswith("mock:"):
+        return name
+    provider, _, model = name.partition("/")
+    return f"{provider}:{model}" if model else name
