@@ -65,7 +65,9 @@ def align(
     config, suite, artifacts = load_run(config_path, suite_path)
     labels_file = labels_path or default_labels(suite)
     plan = build_plan(config, use_cache=not no_cache)
-    labels = read_labels(labels_file, plan.questions, [a.key for a in artifacts])
+    labels = read_labels(
+        labels_file, plan.questions, [a.key for a in artifacts], shown=shown(labels_file)
+    )
     labelled = [a for a in artifacts if a.key in labels.labels]
     plan = prepare_spending(config, plan, labelled, batch=False, quiet=quiet)
     if not quiet:

@@ -48,19 +48,25 @@ class _Entry:
     labels: object
 
 
-def read_labels(path: Path, questions: Sequence[Question], keys: Sequence[str]) -> LabelSet:
-    """Read a labels file and check it against the suite's artifact keys and the questions."""
+def read_labels(
+    path: Path, questions: Sequence[Question], keys: Sequence[str], *, shown: str | None = None
+) -> LabelSet:
+    """Read a labels file and check it against the suite's artifact keys and the questions.
+
+    ``shown`` is the file's name in messages (as the user would type it); the path by default.
+    """
     suffix = path.suffix.lower()
     text = read_text(path, "labels file").removeprefix("\ufeff")
+    source = shown or str(path)
     if suffix in JSONL_SUFFIXES:
-        entries = _jsonl_entries(text, path)
+        entries = _jsonl_entries(text, source)
     elif suffix in CSV_SUFFIXES:
-        entries = _csv_entries(text, path)
+        entries = _csv_entries(text, source)
     else:
-        entries = _yaml_entries(text, path)
+        entries = _yaml_entries(text, source)
     if not entries:
-        raise InputError(f"{path}: the labels file holds no entries")
-    return resolve_labels(entries, questions, keys, source=str(path))
+        raise InputError(f"{source}: the labels file holds no entries")
+    return resolve_labels(entries, questions, keys, source=source)
 
 
 def resolve_labels(
@@ -117,7 +123,7 @@ def _label(question: Question, raw: object, where: str) -> str:
     return choice.label
 
 
-def _jsonl_entries(text: str, path: Path) -> list[_Entry]:
+def _jsonl_entries(text: str, path: str) -> list[_Entry]:
     entries: list[_Entry] = []
     for number, line in enumerate(text.splitlines(), 1):
         if not line.strip():
@@ -130,15 +136,15 @@ def _jsonl_entries(text: str, path: Path) -> list[_Entry]:
     return entries
 
 
-def _entry(item: object, line: int, path: Path) -> _Entry:
+def _entry(item: object, line: int, path: str) -> _Entry:
     if not isinstance(item, Mapping) or set(item) != _ENTRY_KEYS:
         got = sorted(map(str, item)) if isinstance(item, Mapping) else type(item).__name__
         raise InputError(f"{path}: line {line}: an entry has exactly 'id' and 'labels', got {got}")
     return _Entry(line, item["id"], item["labels"])
 
 
-def _yaml_entries(text: str, path: Path) -> list[_Entry]:
-    data = parse_yaml(text, str(path))
+def _yaml_entries(text: str, path: str) -> list[_Entry]:
+    data = parse_yaml(text, path)
     if (
         not isinstance(data, Mapping)
         or set(data) != {"labels"}
@@ -154,7 +160,7 @@ def _yaml_entries(text: str, path: Path) -> list[_Entry]:
     ]
 
 
-def _csv_entries(text: str, path: Path) -> list[_Entry]:
+def _csv_entries(text: str, path: str) -> list[_Entry]:
     reader = csv.reader(io.StringIO(text, newline=""), strict=True)
     rows: list[tuple[int, list[str]]] = []
     start = 1
