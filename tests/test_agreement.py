@@ -9,12 +9,15 @@ import pytest
 from canon.core.agreement import (
     LabelPair,
     agreement,
+    agreement_interval,
+    bootstrap_interval,
     cohen_kappa,
     kappa_interval,
     modal_label,
     violation_labels,
 )
 from canon.core.rubric import Choice, Question
+from canon.core.stats import wilson_ci
 
 GRADED = (
     Choice("yes", 1.0),
@@ -75,7 +78,7 @@ def test_kappa_is_zero_when_the_judge_gives_one_answer_and_the_person_varies():
 
 
 def test_the_bootstrap_interval_is_close_to_the_large_sample_one_at_n_50():
-    low, high = kappa_interval(TEXTBOOK) or (math.nan, math.nan)
+    low, high = bootstrap_interval(TEXTBOOK) or (math.nan, math.nan)
     # Cohen's large-sample standard error sqrt(po (1 - po) / (n (1 - pe)^2)):
     # sqrt(0.21 / 12.5) = 0.1296, so 0.40 -/+ 1.96 * 0.1296 = [0.146, 0.654].
     se = math.sqrt(0.7 * 0.3 / (50 * 0.25))
@@ -89,11 +92,31 @@ def test_the_bootstrap_interval_repeats_exactly_and_moves_with_the_seed():
     assert kappa_interval(TEXTBOOK, seed=1) != kappa_interval(TEXTBOOK)
 
 
-def test_the_interval_of_perfect_agreement_is_one_and_of_a_constant_sample_is_none():
+def test_perfect_agreement_on_few_labels_still_leaves_room_below_one():
     perfect = [("yes", "yes")] * 6 + [("no", "no")] * 6
-    assert kappa_interval(perfect) == (1.0, 1.0)
+    # Every bootstrap resample agrees perfectly, so the bootstrap alone says [1, 1]; the
+    # Wilson interval on 12/12 agreeing, [0.7575, 1], carried onto kappa with chance 0.5,
+    # gives (0.7575 - 0.5) / 0.5 = 0.515 as the lower end.
+    assert bootstrap_interval(perfect) == (1.0, 1.0)
+    low, high = kappa_interval(perfect) or (math.nan, math.nan)
+    assert low == pytest.approx((wilson_ci(12, 12)[0] - 0.5) / 0.5) and high == 1.0
+    assert low == pytest.approx(0.515, abs=0.001)
+
+
+def test_an_interval_is_undefined_when_both_raters_give_one_answer_throughout():
     assert kappa_interval([("no", "no")] * 10) is None
-    assert kappa_interval([("yes", "yes")]) is None  # one label pair: nothing to resample
+    assert bootstrap_interval([("yes", "yes"), ("no", "no")][:1]) is None  # nothing to resample
+    assert agreement_interval([]) is None
+
+
+def test_canons_interval_is_the_wider_of_the_bootstrap_and_the_wilson_one():
+    boot = bootstrap_interval(TEXTBOOK)
+    carried = agreement_interval(TEXTBOOK)
+    assert boot is not None and carried is not None
+    assert kappa_interval(TEXTBOOK) == (min(boot[0], carried[0]), max(boot[1], carried[1]))
+    # Wilson on 35/50 agreeing, carried with chance 0.5: (0.5625 - 0.5)/0.5 and so on
+    low, high = wilson_ci(35, 50)
+    assert carried == pytest.approx(((low - 0.5) / 0.5, (high - 0.5) / 0.5))
 
 
 def test_the_interval_stays_inside_minus_one_and_one_on_a_tiny_sample():

@@ -55,7 +55,7 @@ def align(
 ) -> None:
     """Ask the judge about the labelled artifacts and measure its agreement with people.
 
-    Per question: n, raw agreement, Cohen's kappa with a 95% bootstrap interval, recall and
+    Per question: n, raw agreement, Cohen's kappa with a 95% interval (see docs), recall and
     precision of violations with Wilson intervals, the confusion matrix, and every
     disagreement with the judge's reason. The result is recorded in
     <baselines_dir>/<suite>.alignment.json under the judge, rubric and constitution, where

@@ -61,7 +61,7 @@ def rejudge(
 ) -> None:
     """Re-score the baseline's artifacts with another judge and compare the two judges.
 
-    Per question: old-vs-new agreement (Cohen's kappa with a 95% bootstrap interval) and
+    Per question: old-vs-new agreement (Cohen's kappa with a 95% interval) and
     every flip with the new judge's reason. Only with --accept is the new judge's run
     written as the baseline; then set judge_model to the new judge ("canon set-judge").
     Exit codes: 0 compared (and accepted if asked), 2 bad input, config or baseline, 3 the

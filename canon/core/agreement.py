@@ -1,9 +1,13 @@
 """Agreement between two raters on one question: Cohen's kappa, raw agreement, violations.
 
 The raters are a person and the judge (``canon align``) or two judges (``canon rejudge``).
-Kappa's 95 % interval is a seeded percentile bootstrap over the labelled artifacts: with the
-few dozen labels a team writes by hand, the large-sample normal interval is too narrow and
-can leave [-1, 1]; the bootstrap keeps to what the sample can show and repeats exactly.
+Kappa's 95 % interval is the wider of two: a seeded percentile bootstrap over the labelled
+artifacts, and a Wilson interval on the observed agreement carried onto the kappa scale with
+the raters' answer frequencies held fixed. With the ten or twenty labels a team writes by
+hand, a sample often agrees perfectly and the bootstrap (like the textbook large-sample
+interval) collapses to [1, 1]; the Wilson part keeps the interval honest there, and the
+bootstrap adds the uncertainty of the answer frequencies. ``benchmarks/bench_alignment.py``
+measures the coverage.
 """
 
 from __future__ import annotations
@@ -14,13 +18,14 @@ from dataclasses import dataclass
 
 from canon.core.comparison import Rate
 from canon.core.rubric import Question
+from canon.core.stats import wilson_ci
 from canon.errors import UsageError
 
 BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
 KAPPA_METHOD = (
-    f"percentile bootstrap over artifacts ({BOOTSTRAP_RESAMPLES} resamples, seed "
-    f"{BOOTSTRAP_SEED}; resamples where both raters use one label only are left out)"
+    f"the wider of a percentile bootstrap over artifacts ({BOOTSTRAP_RESAMPLES} resamples, "
+    f"seed {BOOTSTRAP_SEED}) and a Wilson interval on the agreement carried onto kappa"
 )
 
 
@@ -91,7 +96,50 @@ def kappa_interval(
     resamples: int = BOOTSTRAP_RESAMPLES,
     seed: int = BOOTSTRAP_SEED,
 ) -> tuple[float, float] | None:
-    """A 95 % percentile-bootstrap interval for kappa; None when too few resamples define it."""
+    """Kappa's 95 % interval: the wider of the bootstrap and the Wilson-based one."""
+    parts = [
+        found
+        for found in (
+            bootstrap_interval(pairs, resamples=resamples, seed=seed),
+            agreement_interval(pairs),
+        )
+        if found is not None
+    ]
+    if not parts:
+        return None
+    return (min(p[0] for p in parts), max(p[1] for p in parts))
+
+
+def agreement_interval(pairs: Sequence[tuple[str, str]]) -> tuple[float, float] | None:
+    """A Wilson interval on the share of agreeing pairs, carried onto kappa with the
+    raters' answer frequencies held fixed (and kept within [-1, 1]); None when undefined."""
+    n = len(pairs)
+    if n == 0:
+        return None
+    first: dict[str, int] = {}
+    second: dict[str, int] = {}
+    for a, b in pairs:
+        first[a] = first.get(a, 0) + 1
+        second[b] = second.get(b, 0) + 1
+    chance = sum(count * second.get(label, 0) for label, count in first.items()) / (n * n)
+    if chance >= 1.0:
+        return None
+    low, high = wilson_ci(sum(a == b for a, b in pairs), n)
+
+    def carried(observed: float) -> float:
+        return max(-1.0, min(1.0, (observed - chance) / (1.0 - chance)))
+
+    return (carried(low), carried(high))
+
+
+def bootstrap_interval(
+    pairs: Sequence[tuple[str, str]],
+    *,
+    resamples: int = BOOTSTRAP_RESAMPLES,
+    seed: int = BOOTSTRAP_SEED,
+) -> tuple[float, float] | None:
+    """A 95 % percentile-bootstrap interval for kappa (resamples where kappa is 0/0 are left
+    out); None when fewer than half of them define it."""
     n = len(pairs)
     if n < 2:
         return None
