@@ -69,3 +69,47 @@ def test_align_over_http_reports_the_judges_reasons_and_reuses_the_cache(tmp_pat
     assert second.returncode == 0, second.stderr
     assert len(fake_llm.requests) == asked  # every answer came from the answer cache
     assert json.loads(second.stdout) == document
+
+
+def test_rejudge_over_http_lists_each_flip_with_the_new_judges_reason(tmp_path, fake_llm):
+    project = tmp_path / "project"
+    shutil.copytree(EXAMPLES, project)
+    env = {
+        **os.environ,
+        "OPENAI_BASE_URL": fake_llm.base_url,
+        "OPENAI_API_KEY": "sk-test",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+    accepted = subprocess.run(
+        [sys.executable, "-m", "canon", "accept", "--quiet"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert accepted.returncode == 0, accepted.stderr
+    before = (project / "baselines" / "suite.json").read_bytes()
+    fake_llm.script("contradict any part", "No contradiction.\nANSWER: no")
+    fake_llm.script("surface the tradeoff", "Nothing pulls apart.\nANSWER: n/a")
+    fake_llm.script('principle of the constitution: "Hand any refund', f"{WHY}\nANSWER: no")
+    fake_llm.script("", "ANSWER: yes")
+    done = subprocess.run(
+        [sys.executable, "-m", "canon", "rejudge", "--quiet", "--judge", "openai:fake-judge"],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert "baseline judged by mock:judge-script.yaml, now by openai/fake-judge" in lines[0]
+    assert "flips (3):" in lines
+    where = lines.index("  large-refund P2 [escalate-large-refunds]: old yes -> new no")
+    assert lines[where + 1].startswith(f"    new judge: {WHY}")
+    assert lines[where + 2] == "    old judge: (no reason recorded)"
+    assert (project / "baselines" / "suite.json").read_bytes() == before  # nothing written
+    assert fake_llm.requests  # the new judge was really asked over HTTP
