@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from canon.check.provenance import as_judge_option
+from canon.check.provenance import refuse_changed_judge as refuse
 from canon.check.runner import ScoringPlan
 from canon.cli.common import shown_path
 from canon.core.alignment import (
@@ -17,12 +19,7 @@ from canon.core.alignment import (
 from canon.core.baseline import Baseline
 from canon.core.comparison import Comparison
 from canon.core.scoring import ArtifactResult
-from canon.errors import BaselineError
 from canon.project.alignment_store import alignment_path, read_alignment
-
-
-class JudgeChangedError(BaselineError):
-    """The baseline was judged by another judge: compare the judges, do not compare runs."""
 
 
 def provenance_of(plan: ScoringPlan) -> Provenance:
@@ -54,19 +51,9 @@ def check_alignment(
 
 def refuse_changed_judge(baseline: Baseline, plan: ScoringPlan, source: str) -> None:
     """Stop a check whose judge is not the baseline's: its differences would be the judge's."""
-    now = plan.judge.name
-    if baseline.judge is None or baseline.judge == now:
-        return
-    raise JudgeChangedError(
-        f"judge changed (baseline {source} judged by {baseline.judge}, this run by {now}): "
-        f'run "canon rejudge --judge {_spec(now)}" to compare the two judges on the '
-        "baseline's artifacts before accepting; no regression was looked for"
+    judge = plan.judge.name
+    remedy = (
+        f'run "canon rejudge --judge {as_judge_option(judge)}" to compare the two judges on '
+        "the baseline's artifacts before accepting"
     )
-
-
-def _spec(name: str) -> str:
-    """A judge's name as ``--judge`` takes it (litellm's provider/model -> provider:model)."""
-    if name.startswith("mock:"):
-        return name
-    provider, _, model = name.partition("/")
-    return f"{provider}:{model}" if model else name
+    refuse(baseline, judge, source=source, remedy=remedy)
