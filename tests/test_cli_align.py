@@ -325,3 +325,17 @@ def test_align_runs_as_a_real_process_on_the_scripted_example(tmp_path):
     ]
     assert document["questions"]["P3"]["principle"] == "say-unknown"
     assert (project / "baselines" / "suite.alignment.json").is_file()
+
+
+def test_a_damaged_alignment_file_stops_align_and_a_failed_check_naming_it(project, monkeypatch):
+    _judge(monkeypatch, _script)
+    (project / "baselines").mkdir()
+    (project / ALIGNMENT).write_text('{"format": 7, "records": []}')
+    result = _canon(project, "align")
+    assert result.exit_code == 2
+    assert "baselines/suite.alignment.json: unknown alignment format 7" in _one_error_line(result)
+    _fail_p2(project, monkeypatch)
+    _judge(monkeypatch, _script)
+    checked = _canon(project, "check")
+    assert checked.exit_code == 2
+    assert "baselines/suite.alignment.json: unknown alignment format 7" in _one_error_line(checked)

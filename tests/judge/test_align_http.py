@@ -113,3 +113,23 @@ def test_rejudge_over_http_lists_each_flip_with_the_new_judges_reason(tmp_path, 
     assert lines[where + 2] == "    old judge: (no reason recorded)"
     assert (project / "baselines" / "suite.json").read_bytes() == before  # nothing written
     assert fake_llm.requests  # the new judge was really asked over HTTP
+
+
+def test_align_over_budget_exits_4_before_any_request_and_records_nothing(tmp_path, fake_llm):
+    project = tmp_path / "project"
+    shutil.copytree(EXAMPLES, project)
+    (project / "canon.yaml").write_text(
+        "judge_model: openai:gpt-4o-mini\nconstitution_path: constitution.yaml\n"
+        "suite: suite.yaml\nbaselines_dir: baselines\nmax_cost: 0.000001\n"
+    )
+    (project / "suite.labels.jsonl").write_text('{"id": "large-refund", "labels": {"G": "no"}}\n')
+    env = {
+        **os.environ,
+        "OPENAI_BASE_URL": fake_llm.base_url,
+        "OPENAI_API_KEY": "sk-test",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+    }
+    done = _align(project, env)
+    assert done.returncode == 4, done.stderr
+    assert fake_llm.requests == []
+    assert not (project / "baselines" / "suite.alignment.json").exists()
