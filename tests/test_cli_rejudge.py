@@ -199,3 +199,15 @@ def test_a_new_judge_that_cannot_answer_exits_3_and_writes_nothing(project, monk
     assert result.exit_code == 3
     assert "the new judge left 3 question(s) unanswered (first: " in _one_error_line(result)
     assert (project / BASELINE).read_bytes() == before
+
+
+def test_rejudge_refuses_a_score_only_baseline_before_asking(project):
+    legacy = {
+        "format": 1,
+        "rubric": {"id": "cdt", "version": "1.0.0"},
+        "artifacts": {"large-refund": {"score": 1.0, "gated": False}},
+    }
+    (project / BASELINE).write_text(json.dumps(legacy))
+    result = _canon(project, "rejudge", "--judge", "mock:strict-judge.yaml")
+    assert result.exit_code == 2
+    assert "is a format 1 baseline (overall scores only)" in _one_error_line(result)

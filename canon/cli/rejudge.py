@@ -70,6 +70,12 @@ def rejudge(
     config, suite, artifacts = load_run(config_path, suite_path)
     path = baseline_path(config, suite)
     baseline = read_baseline(path, suite_name=suite.stem)
+    if baseline.legacy:
+        raise BaselineError(
+            f"{shown(path)} is a format {baseline.format} baseline (overall scores only): it "
+            'holds no per-question answers to compare judges on; run "canon accept" with the '
+            "old judge first"
+        )
     # judge_options belong to model judges; a scripted judge takes none.
     options = {} if judge_spec.startswith(MOCK_PREFIX) else config.judge_options
     new_config = dataclasses.replace(config, judge_model=judge_spec, judge_options=options)
