@@ -9,6 +9,7 @@ import pytest
 from canon.core.agreement import LabelPair, agreement
 from canon.core.alignment import (
     AlignmentRecord,
+    Failing,
     Provenance,
     agreement_to_data,
     alignment_from_data,
@@ -122,39 +123,40 @@ def test_an_unreadable_alignment_file_is_a_baseline_error(tmp_path):
 
 
 def test_a_failing_principle_shows_its_recorded_kappa_with_interval_and_n():
-    (status,) = alignment_statuses([("P2", "escalate")], [_record()], HERE)
+    (status,) = alignment_statuses([Failing("P2", "escalate")], [_record()], HERE)
     assert status.kappa == pytest.approx(0.5)
     assert status.line.startswith("judge agrees with human labels on P2 [escalate]: kappa 0.50 [")
     assert status.line.endswith("], n = 4")
 
 
 def test_a_failing_principle_without_labels_is_not_validated():
-    (status,) = alignment_statuses([("P3", None)], [_record()], HERE)
+    (status,) = alignment_statuses([Failing("P3")], [_record()], HERE)
     assert status.kappa is None
     assert status.line.startswith("judge not validated on this principle: P3 (no human labels")
 
 
 def test_a_record_under_another_judge_does_not_validate_this_one():
     elsewhere = Provenance("openai/judge-b", "fp1", "const1")
-    (status,) = alignment_statuses([("P2", "escalate")], [_record(elsewhere)], HERE)
+    (status,) = alignment_statuses([Failing("P2", "escalate")], [_record(elsewhere)], HERE)
     assert status.kappa is None and "only under another judge" in status.line
     changed = Provenance("openai/judge-a", "fp1", "const2")  # the constitution changed
-    (status,) = alignment_statuses([("P2", "escalate")], [_record()], changed)
+    (status,) = alignment_statuses([Failing("P2", "escalate")], [_record()], changed)
     assert status.kappa is None
 
 
-def test_no_record_at_all_says_to_run_align():
-    (status,) = alignment_statuses([("G", None)], [], HERE)
+def test_no_record_at_all_says_to_run_align_and_names_a_gate_a_question():
+    (status,) = alignment_statuses([Failing("G", None, "gate")], [], HERE)
+    assert status.line.startswith("judge not validated on this question: G (")
     assert 'run "canon align --labels FILE"' in status.line
 
 
 def test_require_alignment_fails_below_k_and_when_unmeasured_and_passes_at_or_above():
-    statuses = alignment_statuses([("P2", "escalate")], [_record()], HERE)
+    statuses = alignment_statuses([Failing("P2", "escalate")], [_record()], HERE)
     below = below_required(statuses, 0.6)
     assert (
         below is not None and "only at kappa 0.50 (n = 4), below --require-alignment 0.6" in below
     )
     assert below_required(statuses, 0.5) is None
-    unmeasured = alignment_statuses([("P3", None)], [_record()], HERE)
+    unmeasured = alignment_statuses([Failing("P3")], [_record()], HERE)
     refusal = below_required(unmeasured, 0.2)
     assert refusal is not None and "unmeasured" in refusal and "P3" in refusal

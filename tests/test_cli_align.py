@@ -339,3 +339,23 @@ def test_a_damaged_alignment_file_stops_align_and_a_failed_check_naming_it(proje
     checked = _canon(project, "check")
     assert checked.exit_code == 2
     assert "baselines/suite.alignment.json: unknown alignment format 7" in _one_error_line(checked)
+
+
+def test_a_newly_non_canon_artifact_names_the_gate_and_an_undefined_kappa(project, monkeypatch):
+    _judge(monkeypatch, _script)
+    _canon(project, "align")  # people and judge both said "no contradiction" throughout
+    _judge(monkeypatch, _steady)
+    _canon(project, "accept")
+
+    def contradicts(question: Question, text: str) -> str:
+        if question.id == "G" and text == TEXTS["r1"]:
+            return "yes"
+        return _steady(question, text)
+
+    _judge(monkeypatch, contradicts)
+    result = _canon(project, "check")
+    assert result.exit_code == 1, result.output
+    assert (
+        "  - judge not validated on this question: G (kappa is undefined on its 8 label(s): "
+        "both raters gave one answer only)"
+    ) in result.stdout.splitlines()

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from canon.core.agreement import QuestionAgreement
 from canon.core.comparison import Comparison, Rate
@@ -174,25 +174,36 @@ def _check_question(row: object, where: str) -> None:
         raise BaselineError(f"{where}: 'principle' must be text or null")
 
 
+class Failing(NamedTuple):
+    """A question a check failed on: its id, its principle's id, and its kind."""
+
+    question: str
+    principle: str | None = None
+    kind: str = "principle"
+
+
 def failing_questions(
     comparison: Comparison, results: Sequence[ArtifactResult]
-) -> tuple[tuple[str, str | None], ...]:
-    """The questions (id, principle id) behind what failed a check, first seen first.
+) -> tuple[Failing, ...]:
+    """The questions behind what failed a check, first seen first.
 
     A confirmed (or pending) flip names its question; a failing non-canon artifact names
     every question it answered at a violation (the gate's contradiction included).
     """
-    found: dict[str, str | None] = {}
+    kinds = {cell.id: cell.question.kind for r in results for cell in r.cells}
+    found: dict[str, Failing] = {}
     for flip in comparison.regressions:
-        found.setdefault(flip.question, flip.principle)
+        kind = kinds.get(flip.question, "principle")
+        found.setdefault(flip.question, Failing(flip.question, flip.principle, kind))
     failing = {n.key for n in comparison.failures}
     for result in results:
         if result.key not in failing:
             continue
         for cell in result.cells:
             if cell.state == "answered" and cell.score is not None and cell.score <= SOLID_VIOLATED:
-                found.setdefault(cell.id, cell.question.principle)
-    return tuple(found.items())
+                q = cell.question
+                found.setdefault(cell.id, Failing(cell.id, q.principle, q.kind))
+    return tuple(found.values())
 
 
 def _label(question: str, principle: str | None) -> str:
@@ -230,19 +241,20 @@ class AlignmentStatus:
 
 
 def alignment_statuses(
-    failing: Sequence[tuple[str, str | None]],
+    failing: Sequence[Failing],
     records: Sequence[AlignmentRecord],
     provenance: Provenance,
 ) -> tuple[AlignmentStatus, ...]:
     """Per failing question, the judge's recorded agreement with people, or "not validated"."""
     record = next((r for r in records if r.provenance == provenance), None)
     found: list[AlignmentStatus] = []
-    for question, principle in failing:
+    for question, principle, kind in failing:
         label = _label(question, principle)
         measured = None if record is None else record.kappa(question)
         if measured is None or measured[0] is None:
             why = _why(records, record, measured)
-            line = f"judge not validated on this principle: {label} ({why})"
+            what = "principle" if kind == "principle" else "question"
+            line = f"judge not validated on this {what}: {label} ({why})"
             n = 0 if measured is None else measured[2]
             found.append(AlignmentStatus(question, principle, None, None, n, line))
             continue
