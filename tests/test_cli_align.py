@@ -335,10 +335,11 @@ def test_a_damaged_alignment_file_stops_align_and_a_failed_check_naming_it(proje
     assert result.exit_code == 2
     assert "baselines/suite.alignment.json: unknown alignment format 7" in _one_error_line(result)
     _fail_p2(project, monkeypatch)
-    _judge(monkeypatch, _script)
+    judge = _judge(monkeypatch, _script)
     checked = _canon(project, "check")
     assert checked.exit_code == 2
     assert "baselines/suite.alignment.json: unknown alignment format 7" in _one_error_line(checked)
+    assert judge.calls == 0  # found before the first judge call
 
 
 def test_a_newly_non_canon_artifact_names_the_gate_and_an_undefined_kappa(project, monkeypatch):

@@ -10,6 +10,7 @@ from canon.check.provenance import refuse_changed_judge as refuse
 from canon.check.runner import ScoringPlan
 from canon.cli.common import shown_path
 from canon.core.alignment import (
+    AlignmentRecord,
     AlignmentStatus,
     Provenance,
     alignment_statuses,
@@ -27,8 +28,15 @@ def provenance_of(plan: ScoringPlan) -> Provenance:
     return Provenance(plan.judge.name, plan.rubric.fingerprint, plan.constitution.digest)
 
 
+def load_alignment(baseline: Path) -> tuple[AlignmentRecord, ...]:
+    """The alignment recorded next to a baseline; read before the run, so a damaged file
+    stops the check before it spends a judge call."""
+    path = alignment_path(baseline)
+    return read_alignment(path, shown_path(path))
+
+
 def check_alignment(
-    baseline: Path,
+    records: Sequence[AlignmentRecord],
     plan: ScoringPlan,
     comparison: Comparison,
     results: Sequence[ArtifactResult],
@@ -41,8 +49,6 @@ def check_alignment(
     failing = failing_questions(comparison, results)
     if not failing:
         return (), None
-    path = alignment_path(baseline)
-    records = read_alignment(path, shown_path(path))
     provenance = provenance_of(plan)
     statuses = alignment_statuses(failing, records, provenance)
     refusal = None if require is None else below_required(statuses, require)

@@ -12,7 +12,7 @@ import click
 
 from canon.check.pipeline import baseline_from_run, compare_run
 from canon.check.spend import run_usage
-from canon.cli.alignment_check import check_alignment, refuse_changed_judge
+from canon.cli.alignment_check import check_alignment, load_alignment, refuse_changed_judge
 from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
 from canon.cli.run import (
     build_plan,
@@ -195,6 +195,7 @@ def check(
     baseline = read_baseline(path, suite_name=suite.stem)
     require_same_rubric(baseline, plan.rubric, source=shown(path))
     refuse_changed_judge(baseline, plan, shown(path))
+    recorded_alignment = load_alignment(path)
     left_out = 0
     if select or limit is not None:
         # Part of the suite was asked for: the rest of the baseline is not "missing", but the
@@ -226,7 +227,9 @@ def check(
     results = confirmation.results
     elapsed = time.monotonic() - started
     usage = run_usage(results)
-    alignment, refusal = check_alignment(path, plan, comparison, results, require_alignment)
+    alignment, refusal = check_alignment(
+        recorded_alignment, plan, comparison, results, require_alignment
+    )
     if output_format == "json":
         document = check_document(
             comparison, baseline, suite=suite.stem, path=shown(path), results=results
