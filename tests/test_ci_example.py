@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -182,6 +183,10 @@ def test_a_judge_that_stays_down_ends_the_step_with_3_after_every_attempt(workfl
         config.read_text().replace("mock:judge-script.yaml", "openai:gpt-4o-mini")
         + "judge_options: {max_attempts: 1, timeout: 5}\nconcurrency: 2\n"
     )
+    # The baseline as that judge would have recorded it: a check refuses a changed judge.
+    baseline = project / "baselines" / "suite.json"
+    recorded = json.loads(baseline.read_text())
+    baseline.write_text(json.dumps({**recorded, "judge": "openai/gpt-4o-mini"}))
     env = _env(
         tmp_path,
         _bin_dir(tmp_path),

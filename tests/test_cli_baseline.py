@@ -188,8 +188,9 @@ def _mission_question_down(question: Question, text: str) -> str:
 
 
 def _with_judge(monkeypatch, script) -> MockJudge:
-    """Make the CLI use a MockJudge driven by a callable instead of the YAML script."""
-    judge = MockJudge(script)
+    """Make the CLI use a MockJudge driven by a callable instead of the YAML script (under
+    the script's name: it stands in for the same judge, so the check does not refuse it)."""
+    judge = MockJudge(script, name="mock:judge-script.yaml")
     original = baseline_cli.build_plan
     monkeypatch.setattr(
         baseline_cli,

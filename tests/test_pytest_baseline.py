@@ -104,3 +104,21 @@ def test_accepting_part_of_the_tests_keeps_the_other_records(project):
     project.runpytest("-q", "--canon-accept").assert_outcomes(passed=4)
     project.runpytest("-q", "--canon-accept", "-k", "dup").assert_outcomes(passed=1, deselected=3)
     assert set(_recorded(project)["artifacts"]) == {"dup", "large", "roam", "late"}
+
+
+def test_a_baseline_from_another_judge_is_refused_instead_of_compared(project):
+    project.runpytest("-q", "--canon-accept").assert_outcomes(passed=4)
+    script = project.path / "judge-script.yaml"
+    (project.path / "strict-judge.yaml").write_text('refund above 200: "no"\n' + script.read_text())
+    config = project.path / "canon.yaml"
+    config.write_text(config.read_text().replace("judge-script.yaml", "strict-judge.yaml"))
+    result = project.runpytest("-q")
+    result.assert_outcomes(failed=4)
+    result.stdout.fnmatch_lines(
+        [
+            "*JudgeChangedError: judge changed (baseline *pytest.json judged by "
+            "mock:judge-script.yaml, this run by mock:strict-judge.yaml): compare the judges, "
+            "then run pytest --canon-accept to record it; no regression was looked for*"
+        ]
+    )
+    assert "REGRESSION" not in result.stdout.str()

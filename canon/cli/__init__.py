@@ -35,6 +35,8 @@ _COMMANDS: dict[str, str] = {
     "set-judge": "canon.cli.set_judge:set_judge",
     "calibrate": "canon.cli.calibrate:calibrate",
     "init": "canon.cli.init:init",
+    "align": "canon.cli.align:align",
+    "rejudge": "canon.cli.rejudge:rejudge",
 }
 
 _SUMMARIES: dict[str, str] = {
@@ -46,6 +48,8 @@ _SUMMARIES: dict[str, str] = {
     "set-judge": "Set judge_model in the project's canon.yaml (provider:model).",
     "calibrate": "Measure how often the judge changes its answers; recommend flip_rate.",
     "init": "Scaffold a working offline Canon project in the current directory.",
+    "align": "Measure the judge's agreement with human labels (Cohen's kappa) and record it.",
+    "rejudge": "Re-score the baseline's artifacts with another judge and compare the judges.",
 }
 
 

@@ -12,6 +12,7 @@ import click
 
 from canon.check.pipeline import baseline_from_run, compare_run
 from canon.check.spend import run_usage
+from canon.cli.alignment_check import check_alignment, load_alignment, refuse_changed_judge
 from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
 from canon.cli.run import (
     build_plan,
@@ -147,6 +148,15 @@ def accept(
     is_flag=True,
     help="Also fail on artifacts that were already non-canon in the baseline.",
 )
+@click.option(
+    "--require-alignment",
+    "require_alignment",
+    type=click.FloatRange(-1.0, 1.0),
+    default=None,
+    metavar="K",
+    help="Exit 2 when a question the check failed on has a recorded kappa with human labels "
+    "below K, or none under this judge, rubric and constitution (see canon align).",
+)
 @spending_options
 @report_options
 @reports_errors
@@ -160,6 +170,7 @@ def check(
     quiet: bool,
     no_cache: bool,
     strict: bool,
+    require_alignment: float | None,
     estimate: bool,
     batch: bool,
     junit_path: Path | None,
@@ -172,7 +183,10 @@ def check(
     confirmed by re-asking the judge before it fails the run; the whole run's chance of a
     false alarm is held under alpha (canon.yaml, default 0.05). Exit codes: 0 conforms,
     1 a regression or a new non-canon artifact, 2 bad input, config or baseline, 3 the
-    judge was unavailable, 4 the run would exceed max_cost.
+    judge was unavailable, 4 the run would exceed max_cost. A baseline judged by another
+    judge is refused (exit 2): "canon rejudge" compares the judges first. A failed check
+    names, per question it failed on, the judge's recorded agreement with human labels
+    ("canon align").
     """
     check_report_paths(junit_path, html_path)
     config, suite, artifacts = load_run(config_path, suite_path, select, limit)
@@ -180,6 +194,8 @@ def check(
     path = baseline_path(config, suite)
     baseline = read_baseline(path, suite_name=suite.stem)
     require_same_rubric(baseline, plan.rubric, source=shown(path))
+    refuse_changed_judge(baseline, plan, shown(path))
+    recorded_alignment = load_alignment(path)
     left_out = 0
     if select or limit is not None:
         # Part of the suite was asked for: the rest of the baseline is not "missing", but the
@@ -211,11 +227,15 @@ def check(
     results = confirmation.results
     elapsed = time.monotonic() - started
     usage = run_usage(results)
+    alignment, refusal = check_alignment(
+        recorded_alignment, plan, comparison, results, require_alignment
+    )
     if output_format == "json":
         document = check_document(
             comparison, baseline, suite=suite.stem, path=shown(path), results=results
         )
         document["usage"] = usage.as_data()
+        document["alignment"] = [status.as_data() for status in alignment]
         sys.stdout.write(dump_json(document))
     else:
         report = render_check(
@@ -225,6 +245,7 @@ def check(
             path=shown(path),
             results=results,
             usage_line=usage.line(),
+            alignment=[status.line for status in alignment],
         )
         click.echo(report, nl=False)
     if output_format == "github":
@@ -239,7 +260,8 @@ def check(
         elapsed=elapsed,
         artifacts=artifacts,
     )
-    code = exit_code_for(comparison)
+    # --require-alignment refuses a verdict from an unvalidated judge: exit 2, said once.
+    code = exit_code_for(comparison) if refusal is None else 2
     send_telemetry(
         otel,
         results,
@@ -250,6 +272,8 @@ def check(
         quiet=quiet,
         comparison=comparison,
     )
+    if refusal is not None:
+        click.echo(f"canon: error: {printable(refusal)}", err=True)
     sys.exit(code)
 
 

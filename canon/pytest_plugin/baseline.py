@@ -18,6 +18,7 @@ import pytest
 
 from canon.check.metric import CoherenceMetric
 from canon.check.pipeline import baseline_from_run, compare_run, score_run
+from canon.check.provenance import refuse_changed_judge
 from canon.core.artifact import Artifact, as_artifact
 from canon.core.baseline import (
     Baseline,
@@ -117,6 +118,13 @@ class CanonBaseline:
         baseline = self._session.load(self._config)
         if baseline is not None:
             require_same_rubric(baseline, plan.rubric, source=str(self._session.path))
+            if not self._session.accept:
+                refuse_changed_judge(
+                    baseline,
+                    plan.judge.name,
+                    source=str(self._session.path),
+                    remedy=f"compare the judges, then {ACCEPT_HINT}",
+                )
         self._node.user_properties.append(("canon.key", key))
         if self._session.accept:
             return self._record(item, key)

@@ -1,0 +1,91 @@
+"""``canon align`` as a library: ask the judge about labelled artifacts, compare with people.
+
+The judge is asked exactly as ``canon score`` asks it (through the answer cache, with the
+same confirmation re-asks), but without the deterministic gates: the question here is how
+well the judge answers, so an artifact a policy would stop is still put to the judge.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from canon.check.pipeline import score_run
+from canon.check.runner import DEFAULT_CONCURRENCY, ScoringPlan
+from canon.core.agreement import LabelPair, QuestionAgreement, agreement, modal_label
+from canon.core.alignment import AlignmentRecord, Provenance, agreement_to_data
+from canon.core.artifact import Artifact
+from canon.core.evidence import DecisionRule
+from canon.core.rubric import Question
+from canon.core.scoring import ArtifactResult
+
+
+@dataclass(frozen=True, slots=True)
+class Unscored:
+    """A labelled question the judge could not answer: never counted as agreement."""
+
+    key: str
+    question: str
+    error: str
+
+
+@dataclass(frozen=True, slots=True)
+class Alignment:
+    """Per labelled question, how the judge's answers compare with a person's."""
+
+    questions: tuple[QuestionAgreement, ...]  # rubric order; only questions with labels
+    artifacts: int  # labelled artifacts the judge was asked about
+    unscored: tuple[Unscored, ...] = ()
+    reasks: int = 0  # confirmation re-asks spent
+
+    def record(
+        self, provenance: Provenance, *, rubric_version: str, labels: str
+    ) -> AlignmentRecord:
+        """What the alignment file keeps of this measurement."""
+        return AlignmentRecord(
+            provenance,
+            rubric_version,
+            labels,
+            {q.question: agreement_to_data(q) for q in self.questions},
+        )
+
+
+def compare_labels(
+    questions: Sequence[Question],
+    results: Sequence[ArtifactResult],
+    labels: Mapping[str, Mapping[str, str]],
+) -> Alignment:
+    """Pair each label with the judge's settled answer and measure agreement per question."""
+    pairs: dict[str, list[LabelPair]] = {}
+    unscored: list[Unscored] = []
+    for result in results:
+        wanted = labels.get(result.key, {})
+        for cell in result.cells:
+            if cell.id not in wanted:
+                continue
+            judged = modal_label(cell.distribution) if cell.state != "unscored" else None
+            if judged is None:
+                unscored.append(Unscored(result.key, cell.id, cell.error or "no answer"))
+                continue
+            pairs.setdefault(cell.id, []).append(
+                LabelPair(result.key, wanted[cell.id], judged, cell.rationale)
+            )
+    found = tuple(agreement(q, pairs[q.id]) for q in questions if q.id in pairs)
+    return Alignment(found, len(results), tuple(unscored))
+
+
+async def align_run(
+    plan: ScoringPlan,
+    artifacts: Sequence[Artifact],
+    labels: Mapping[str, Mapping[str, str]],
+    rule: DecisionRule | None = None,
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+) -> Alignment:
+    """Ask the judge about every labelled artifact and compare its answers with the labels."""
+    chosen = [a for a in artifacts if a.key in labels]
+    judge_only = dataclasses.replace(plan, gates=())
+    confirmation = await score_run(judge_only, chosen, rule, concurrency=concurrency)
+    found = compare_labels(plan.questions, confirmation.results, labels)
+    return dataclasses.replace(found, reasks=confirmation.reasks)

@@ -1,0 +1,118 @@
+"""``canon align``: how often the judge agrees with a person's labels, recorded for ``check``."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from canon.check.align import align_run
+from canon.cli.alignment_check import provenance_of
+from canon.cli.baseline import baseline_path, shown
+from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
+from canon.cli.run import build_plan, load_run, no_cache_option, quiet_option, suite_option
+from canon.cli.spending import prepare_spending
+from canon.errors import InputError, JudgeUnavailableError
+from canon.judge.sync import run_sync
+from canon.project.alignment_store import alignment_path, write_alignment
+from canon.project.labels import read_labels
+from canon.project.store import dump_json
+from canon.report.align import alignment_document, render_alignment
+
+LABEL_SUFFIXES = (".jsonl", ".yaml", ".yml", ".csv")
+
+
+@click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("alignment", "judge"))
+@config_option
+@suite_option
+@click.option(
+    "--labels",
+    "labels_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="The human labels (.jsonl, .yaml or .csv; default: <suite>.labels.jsonl, .yaml, "
+    ".yml or .csv next to the suite).",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Text for people, JSON for machines.",
+)
+@quiet_option
+@no_cache_option
+@reports_errors
+def align(
+    config_path: Path | None,
+    suite_path: Path | None,
+    labels_path: Path | None,
+    output_format: str,
+    quiet: bool,
+    no_cache: bool,
+) -> None:
+    """Ask the judge about the labelled artifacts and measure its agreement with people.
+
+    Per question: n, raw agreement, Cohen's kappa with a 95% interval (see docs), recall and
+    precision of violations with Wilson intervals, the confusion matrix, and every
+    disagreement with the judge's reason. The result is recorded in
+    <baselines_dir>/<suite>.alignment.json under the judge, rubric and constitution, where
+    "canon check" reads it. Exit codes: 0 measured, 2 bad input or config, 3 the judge was
+    unavailable, 4 the run would exceed max_cost (nothing is recorded on 2, 3 or 4).
+    """
+    config, suite, artifacts = load_run(config_path, suite_path)
+    labels_file = labels_path or default_labels(suite)
+    plan = build_plan(config, use_cache=not no_cache)
+    labels = read_labels(
+        labels_file, plan.questions, [a.key for a in artifacts], shown=shown(labels_file)
+    )
+    labelled = [a for a in artifacts if a.key in labels.labels]
+    plan = prepare_spending(config, plan, labelled, batch=False, quiet=quiet)
+    if not quiet:
+        click.echo(
+            f"canon align: asking the judge about {len(labelled)} labelled artifact(s)", err=True
+        )
+    found = run_sync(
+        align_run(plan, artifacts, labels.labels, config.rule, concurrency=config.concurrency)
+    )
+    if found.unscored:
+        first = found.unscored[0]
+        raise JudgeUnavailableError(
+            f"the judge left {len(found.unscored)} labelled question(s) unanswered (first: "
+            f"{first.key} {first.question}: {first.error}); nothing was recorded; run "
+            '"canon align" again when the judge is reachable'
+        )
+    target = alignment_path(baseline_path(config, suite))
+    provenance = provenance_of(plan)
+    record = found.record(provenance, rubric_version=plan.rubric.version, labels=shown(labels_file))
+    write_alignment(target, record, shown(target))
+    arguments: dict[str, Any] = {
+        "suite": suite.stem,
+        "judge": plan.judge.name,
+        "labels": shown(labels_file),
+        "artifacts": found.artifacts,
+        "recorded": shown(target),
+    }
+    if output_format == "json":
+        sys.stdout.write(dump_json(alignment_document(found.questions, **arguments)))
+    else:
+        click.echo(render_alignment(found.questions, **arguments), nl=False)
+
+
+def default_labels(suite: Path) -> Path:
+    """The labels file next to a suite: ``<suite>.labels.jsonl`` (or .yaml, .yml, .csv)."""
+    candidates = [suite.with_name(f"{suite.stem}.labels{s}") for s in LABEL_SUFFIXES]
+    found = [c for c in candidates if c.exists()]
+    if len(found) > 1:
+        raise InputError(
+            f"more than one labels file next to the suite ({', '.join(map(shown, found))}); "
+            "pass --labels FILE"
+        )
+    if not found:
+        raise InputError(
+            f"no labels for suite '{suite.stem}': pass --labels FILE, or write "
+            f'{shown(candidates[0])} (one {{"id": ..., "labels": {{...}}}} a line)'
+        )
+    return found[0]

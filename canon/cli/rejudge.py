@@ -1,0 +1,132 @@
+"""``canon rejudge``: re-score the baseline's own artifacts with another judge, then decide."""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+from pathlib import Path
+
+import click
+
+from canon.check.pipeline import baseline_from_run
+from canon.check.rejudge import rejudge_run
+from canon.cli.baseline import baseline_path, read_baseline, shown
+from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
+from canon.cli.run import build_plan, load_run, no_cache_option, quiet_option, suite_option
+from canon.cli.spending import prepare_spending
+from canon.core.baseline import baseline_to_data, require_same_rubric
+from canon.errors import BaselineError, InputError, JudgeUnavailableError
+from canon.judge.sync import run_sync
+from canon.project.judge_factory import MOCK_PREFIX
+from canon.project.store import dump_json, write_json_atomic
+from canon.report.align import rejudge_document, render_rejudge
+
+
+@click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("alignment", "baselines"))
+@config_option
+@suite_option
+@click.option(
+    "--judge",
+    "judge_spec",
+    required=True,
+    metavar="MODEL",
+    help="The new judge, as judge_model takes it (provider:model, or mock:<script.yaml> "
+    "relative to canon.yaml).",
+)
+@click.option(
+    "--accept",
+    "accept_new",
+    is_flag=True,
+    help="Write the new judge's answers as the baseline (without it nothing is written).",
+)
+@click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Text for people, JSON for machines.",
+)
+@quiet_option
+@no_cache_option
+@reports_errors
+def rejudge(
+    config_path: Path | None,
+    suite_path: Path | None,
+    judge_spec: str,
+    accept_new: bool,
+    output_format: str,
+    quiet: bool,
+    no_cache: bool,
+) -> None:
+    """Re-score the baseline's artifacts with another judge and compare the two judges.
+
+    Per question: old-vs-new agreement (Cohen's kappa with a 95% interval) and
+    every flip with the new judge's reason. Only with --accept is the new judge's run
+    written as the baseline; then set judge_model to the new judge ("canon set-judge").
+    Exit codes: 0 compared (and accepted if asked), 2 bad input, config or baseline, 3 the
+    judge was unavailable, 4 the run would exceed max_cost.
+    """
+    config, suite, artifacts = load_run(config_path, suite_path)
+    path = baseline_path(config, suite)
+    baseline = read_baseline(path, suite_name=suite.stem)
+    if baseline.legacy:
+        raise BaselineError(
+            f"{shown(path)} is a format {baseline.format} baseline (overall scores only): it "
+            'holds no per-question answers to compare judges on; run "canon accept" with the '
+            "old judge first"
+        )
+    # judge_options belong to model judges; a scripted judge takes none.
+    options = {} if judge_spec.startswith(MOCK_PREFIX) else config.judge_options
+    new_config = dataclasses.replace(config, judge_model=judge_spec, judge_options=options)
+    plan = build_plan(new_config, use_cache=not no_cache)
+    require_same_rubric(baseline, plan.rubric, source=shown(path))
+    chosen = [a for a in artifacts if a.key in baseline.artifacts]
+    if not chosen:
+        raise InputError(
+            f"no artifact of the baseline {shown(path)} is in the suite {shown(suite)}; "
+            "rejudge compares judges on the artifacts the baseline recorded"
+        )
+    plan = prepare_spending(new_config, plan, chosen, batch=False, quiet=quiet)
+    if not quiet:
+        click.echo(
+            f"canon rejudge: asking {plan.judge.name} about {len(chosen)} baseline artifact(s)",
+            err=True,
+        )
+    found = run_sync(
+        rejudge_run(plan, chosen, baseline, config.rule, concurrency=config.concurrency)
+    )
+    results = found.confirmation.results
+    unanswered = [(r.key, c) for r in results for c in r.unscored]
+    if unanswered:
+        key, cell = unanswered[0]
+        raise JudgeUnavailableError(
+            f"the new judge left {len(unanswered)} question(s) unanswered (first: {key} "
+            f'{cell.id}: {cell.error}); nothing was written; run "canon rejudge" again when '
+            "the judge is reachable"
+        )
+    old_judge = baseline.judge or "(not recorded)"
+    outcome = (
+        f"nothing written; to record {plan.judge.name}'s answers as the baseline, run "
+        f'"canon rejudge --judge {judge_spec} --accept"'
+    )
+    if accept_new:
+        new_baseline = baseline_from_run(plan, found.confirmation)
+        try:
+            write_json_atomic(path, baseline_to_data(new_baseline))
+        except OSError as exc:
+            raise BaselineError(
+                f"cannot write the baseline {shown(path)}: {exc.strerror or exc}; "
+                "make it a writable file path"
+            ) from None
+        outcome = (
+            f"accepted: {len(results)} artifact(s) judged by {plan.judge.name} -> {shown(path)}; "
+            f'set judge_model to the new judge ("canon set-judge"), and run "canon align" '
+            "to validate it against human labels"
+        )
+    names = (suite.stem, shown(path), old_judge, plan.judge.name, len(results), found.missing)
+    if output_format == "json":
+        document = rejudge_document(found.questions, *names, accepted=accept_new)
+        sys.stdout.write(dump_json(document))
+    else:
+        click.echo(render_rejudge(found.questions, *names, outcome=outcome), nl=False)

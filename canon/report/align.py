@@ -1,0 +1,195 @@
+"""The agreement reports of ``canon align`` and ``canon rejudge``, as text and plain data."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from canon.core.agreement import KAPPA_METHOD, QuestionAgreement
+from canon.core.alignment import agreement_to_data
+from canon.report.text import printable
+
+NO_REASON = "(no reason given)"
+
+
+def _kappa(found: QuestionAgreement) -> str:
+    if found.kappa is None:
+        return "kappa undefined (one answer only)"
+    interval = found.kappa_interval
+    shown = "" if interval is None else f" [{interval[0]:.2f}, {interval[1]:.2f}]"
+    return f"kappa {found.kappa:.2f}{shown}"
+
+
+def _agreement(found: QuestionAgreement) -> str:
+    if found.agreement is None:
+        return "agreement n/a"
+    same = found.n - len(found.disagreements)
+    return f"agreement {same}/{found.n} = {found.agreement:.0%}"
+
+
+def question_lines(questions: Sequence[QuestionAgreement]) -> list[str]:
+    """One line per question: n, raw agreement, kappa, violation recall and precision."""
+    width = max((len(q.label) for q in questions), default=0)
+    return [
+        f"  {q.label:{width}}  n={q.n}  {_agreement(q)}  {_kappa(q)}  violations "
+        f"({'/'.join(q.violations)}): recall {q.violation_recall}, precision "
+        f"{q.violation_precision}"
+        for q in questions
+    ]
+
+
+def confusion_lines(questions: Sequence[QuestionAgreement], rows: str, columns: str) -> list[str]:
+    """Each question's confusion matrix, ``rows`` down and ``columns`` across."""
+    lines = [f"confusion matrices (rows: {rows}, columns: {columns}):"]
+    for q in questions:
+        labels = sorted({*q.confusion, *(j for row in q.confusion.values() for j in row)})
+        width = max(6, *(len(label) + 1 for label in labels))
+        lines.append(f"  {q.label}")
+        lines.append("    " + " " * width + "".join(f"{label:>{width}}" for label in labels))
+        for label in labels:
+            row = q.confusion.get(label, {})
+            counts = "".join(f"{row.get(other, 0):>{width}}" for other in labels)
+            lines.append(f"    {label:<{width}}{counts}")
+    return lines
+
+
+def render_alignment(
+    questions: Sequence[QuestionAgreement],
+    *,
+    suite: str,
+    judge: str,
+    labels: str,
+    artifacts: int,
+    recorded: str | None,
+) -> str:
+    """The ``canon align`` report: per question, the matrices, every disagreement."""
+    count = sum(q.n for q in questions)
+    lines = [
+        f"canon align: suite '{suite}', judge {judge}: {count} label(s) on {artifacts} "
+        f"artifact(s) from {labels}",
+        f"  kappa interval: 95% {KAPPA_METHOD}; rates: 95% Wilson intervals",
+        *question_lines(questions),
+        *confusion_lines(questions, "person", "judge"),
+    ]
+    disagreements = [(q, d) for q in questions for d in q.disagreements]
+    lines.append(f"disagreements ({len(disagreements)}):")
+    for q, d in disagreements:
+        lines.append(f"  {d.key} {q.label}: person {d.reference}, judge {d.judged}")
+        lines.append(f"    judge: {_one_line(d.reason)}")
+    if recorded is not None:
+        lines.append(f"recorded -> {recorded}")
+    return "\n".join(map(printable, lines)) + "\n"
+
+
+def _one_line(reason: str | None, width: int = 160) -> str:
+    if not reason or not reason.strip():
+        return NO_REASON
+    flat = " ".join(reason.split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def alignment_document(
+    questions: Sequence[QuestionAgreement],
+    *,
+    suite: str,
+    judge: str,
+    labels: str,
+    artifacts: int,
+    recorded: str | None,
+) -> dict[str, Any]:
+    """The ``canon align`` report as plain data, for ``--format json``."""
+    return {
+        "suite": suite,
+        "judge": judge,
+        "labels": labels,
+        "artifacts": artifacts,
+        "kappa_method": KAPPA_METHOD,
+        "recorded": recorded,
+        "questions": {
+            q.question: {
+                **agreement_to_data(q),
+                "disagreements": [
+                    {"artifact": d.key, "human": d.reference, "judge": d.judged, "reason": d.reason}
+                    for d in q.disagreements
+                ],
+            }
+            for q in questions
+        },
+    }
+
+
+def render_rejudge(
+    questions: Sequence[QuestionAgreement],
+    suite: str,
+    baseline: str,
+    old_judge: str,
+    new_judge: str,
+    artifacts: int,
+    missing: Sequence[str],
+    *,
+    outcome: str,
+) -> str:
+    """The ``canon rejudge`` report: old-vs-new agreement, every flip, and what was written."""
+    flips = [(q, d) for q in questions for d in q.disagreements]
+    lines = [
+        f"canon rejudge: suite '{suite}', {artifacts} artifact(s) of {baseline}: baseline "
+        f"judged by {old_judge}, now by {new_judge}",
+        f"  kappa interval: 95% {KAPPA_METHOD}; rates: 95% Wilson intervals",
+        *question_lines(questions),
+    ]
+    changed = [q for q in questions if q.disagreements]
+    if changed:
+        lines.extend(confusion_lines(changed, "old judge", "new judge"))
+    lines.append(f"flips ({len(flips)}):")
+    for q, d in flips:
+        lines.append(f"  {d.key} {q.label}: old {d.reference} -> new {d.judged}")
+        lines.append(f"    new judge: {_one_line(d.reason)}")
+        old = d.reference_reason
+        lines.append(f"    old judge: {_one_line(old) if old else '(no reason recorded)'}")
+    if missing:
+        lines.append(
+            f"note: {len(missing)} baseline artifact(s) not in the suite, not re-judged: "
+            + ", ".join(missing)
+        )
+    lines.append(outcome)
+    return "\n".join(map(printable, lines)) + "\n"
+
+
+def rejudge_document(
+    questions: Sequence[QuestionAgreement],
+    suite: str,
+    baseline: str,
+    old_judge: str,
+    new_judge: str,
+    artifacts: int,
+    missing: Sequence[str],
+    *,
+    accepted: bool,
+) -> dict[str, Any]:
+    """The ``canon rejudge`` report as plain data, for ``--format json``."""
+    return {
+        "suite": suite,
+        "baseline": baseline,
+        "old_judge": old_judge,
+        "new_judge": new_judge,
+        "artifacts": artifacts,
+        "missing": list(missing),
+        "accepted": accepted,
+        "kappa_method": KAPPA_METHOD,
+        "questions": {
+            q.question: {
+                **agreement_to_data(q),
+                "flips": [
+                    {
+                        "artifact": d.key,
+                        "old": d.reference,
+                        "new": d.judged,
+                        "new_reason": d.reason,
+                        "old_reason": d.reference_reason,
+                    }
+                    for d in q.disagreements
+                ],
+            }
+            for q in questions
+        },
+    }
