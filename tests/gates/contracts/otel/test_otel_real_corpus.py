@@ -271,7 +271,7 @@ EXPECTED: dict[str, Reads | Refused] = {
     ),
     "openinference/vercel_v6_all_spans.json": Refused("holds 10 separate runs"),
     "openinference/vercel_v6_generateText.json": Refused("holds 2 separate runs"),
-    "otel-proto/logs.json": Refused("not a trace: expected OTLP JSON"),
+    "otel-proto/logs.json": Refused("not a trace: it holds 1 OpenTelemetry log record(s)"),
     "otel-proto/trace.json": Reads("unknown", [], "", ""),
     "strands-evals/adk_live_spans.json": Reads(
         "google_adk", ["calculator"], "What is 15 multiplied by", "15 multiplied by 37 is 5"
