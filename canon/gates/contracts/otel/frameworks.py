@@ -47,6 +47,8 @@ _SCOPE_HINTS = (
     ("agno", "agno"),
     ("claude_agent_sdk", "claude_agent_sdk"),
     ("autogen", "autogen"),
+    ("beeai", "beeai"),
+    ("koog", "koog"),
 )
 # Monocle names the framework in its entity types: "agent.adk", "workflow.langgraph", ...
 _MONOCLE_FRAMEWORKS = {
@@ -64,6 +66,7 @@ _PROVIDER_HINTS = {
     "langchain": "langchain",
     "gcp.vertex.agent": "google_adk",
     "autogen": "autogen",
+    "microsoft.agent_framework": "microsoft_agent_framework",
 }
 
 

@@ -20,7 +20,7 @@ import json
 from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from functools import partial
-from itertools import islice, repeat
+from itertools import islice
 from operator import le
 from typing import Any
 
@@ -28,6 +28,7 @@ from canon.gates.contracts.execution import NO_PAYLOAD, Execution, Step, StepCol
 from canon.gates.contracts.otel.attributes import KVAttributes
 from canon.gates.contracts.otel.errors import TraceError
 from canon.gates.contracts.otel.frameworks import DETECT_KEYS, FrameworkDetector
+from canon.gates.contracts.otel.runs import run_groups, split_runs
 from canon.gates.contracts.otel.spans import (
     OtlpRun,
     RawSpan,
@@ -79,6 +80,11 @@ def normalize_trace(
     """Normalize a parsed trace export into an ``Execution``; ``TraceError`` if it is none."""
     batch = collect_spans(raw, source=source)
     _refuse_several_traces(batch, source)
+    return _normalize_batch(batch, metadata)
+
+
+def _normalize_batch(batch: SpanBatch, metadata: Mapping[str, object] | None) -> Execution:
+    """The ``Execution`` of one run's spans."""
     spans = _SpanSources(batch.entries)
     table = _table(batch.entries)
     names, kinds, statuses, span_ids, parent_ids, starts, _ = table
@@ -132,83 +138,31 @@ def normalize_trace(
     )
 
 
-def trace_ids(entries: list[RawSpan | OtlpRun]) -> list[str]:
-    """The distinct non-empty trace ids of the spans, in order of first appearance."""
-    raw: dict[object, None] = {}
-    for entry in entries:
-        if isinstance(entry, OtlpRun):
-            try:
-                raw.update(dict.fromkeys(map(dict.get, entry.spans, repeat("traceId"))))
-            except TypeError:  # an unhashable id: normalized one by one below
-                raw.update((str(span.get("traceId")), None) for span in entry.spans)
-        else:
-            raw[entry.trace_id] = None
-    found: dict[str, None] = {}
-    for value in raw:
-        normalized = normalize_id(value, 32)
-        if normalized:
-            found[normalized] = None
-    return list(found)
-
-
-def _several_raw_trace_ids(entries: list[RawSpan | OtlpRun]) -> bool:
-    """Whether the spans carry more than one trace id as written (a C-level pass per run)."""
-    seen: set[object] = set()
-    for entry in entries:
-        try:
-            if isinstance(entry, OtlpRun):
-                seen.update(map(dict.get, entry.spans, repeat("traceId")))
-            else:
-                seen.add(entry.trace_id)
-        except TypeError:  # an unhashable id: let the careful reading decide
-            return True
-        if len(seen) > 1:
-            return True
-    return False
+def normalize_traces(
+    raw: object,
+    *,
+    metadata: Mapping[str, object] | None = None,
+    source: str = "<trace>",
+) -> list[Execution]:
+    """Normalize a parsed export into one ``Execution`` per run it holds (see ``runs.py``)."""
+    batch = collect_spans(raw, source=source)
+    groups = run_groups(batch)
+    if len(groups) < 2:
+        return [_normalize_batch(batch, metadata)]
+    return [_normalize_batch(part, metadata) for part in split_runs(batch, groups)]
 
 
 def _refuse_several_traces(batch: SpanBatch, source: str) -> None:
-    """One execution is one run: a file holding several runs is refused, naming them.
-
-    Several trace ids alone are not several runs: a setup span (``create_agent``) is often
-    exported as a trace of its own, and two instrumentations of one run (ADK's own spans
-    and Monocle's) each start a trace. So setup-only traces do not count, and the others
-    are one run when their time ranges overlap.
-    """
-    if not _several_raw_trace_ids(batch.entries) or len(trace_ids(batch.entries)) < 2:
-        return
-    ranges: dict[str, list[int]] = {}
-    working: set[str] = set()
-    for span in batch.spans:
-        trace_id = span.trace_id
-        if not trace_id:
-            continue
-        if not _is_setup(span):
-            working.add(trace_id)
-        end = max(span.end_ns, span.start_ns)
-        found = ranges.setdefault(trace_id, [span.start_ns, end])
-        found[0] = min(found[0], span.start_ns)
-        found[1] = max(found[1], end)
-    for trace_id in set(ranges) - working:
-        del ranges[trace_id]
-    ordered = sorted(ranges.items(), key=lambda item: item[1][0])
-    reach = ordered[0][1][1] if ordered else 0
-    for _, (start, end) in ordered[1:]:
-        if start > reach:
-            ids = [trace_id for trace_id, _ in ordered]
-            shown = ", ".join(ids[:3]) + (", ..." if len(ids) > 3 else "")
-            raise TraceError(
-                f"{source}: holds {len(ids)} separate runs (trace ids {shown}), not one "
-                "execution; write one trace per file (or let 'canon contract monitor' "
-                "read them one by one)"
-            )
-        reach = max(reach, end)
-
-
-def _is_setup(span: RawSpan) -> bool:
-    """A span that only creates an agent (exported as a trace of its own by some SDKs)."""
-    operation = span.attributes.get("gen_ai.operation.name")
-    return operation == "create_agent" or span.name.startswith("create_agent")
+    """One execution is one run: a file holding several runs is refused, naming them."""
+    groups = run_groups(batch)
+    if len(groups) > 1:
+        ids = [group[0] for group in groups]
+        shown = ", ".join(ids[:3]) + (", ..." if len(ids) > 3 else "")
+        raise TraceError(
+            f"{source}: holds {len(ids)} separate runs (trace ids {shown}), not one "
+            "execution; validate them with 'canon contract run', which checks each run, "
+            "or pick one with --trace-id"
+        )
 
 
 def _table(entries: list[RawSpan | OtlpRun]) -> list[list[Any]]:
