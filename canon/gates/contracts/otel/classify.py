@@ -6,13 +6,15 @@ fires wins:
 
 1. tool call: ``gen_ai.operation.name == "execute_tool"``; a ``gen_ai.tool.name`` on a span
    that is not a model or agent call (PydanticAI ``running tool``); OpenInference
-   ``openinference.span.kind == TOOL``; OpenLLMetry ``traceloop.span.kind == tool``, or a
-   legacy ``<name>.tool`` span that carries OpenLLMetry's ``traceloop.*`` marks; Claude
-   Code ``claude_code.tool``; Datadog APM spans (``<integration>.tool.<Tool>``, a
-   ``<integration>.tool`` span named by its ``resource``, or a ``resource`` ending in
-   `` Tool`` such as ``CrewAI Tool``); Langfuse observations of type ``TOOL``; span names
-   ``execute_tool <name>`` and ``running tool: <name>``. The PydanticAI ``running tools``
-   wrapper around parallel calls is *not* a tool.
+   ``openinference.span.kind == TOOL`` (BeeAI's per-event TOOL spans are one call: the
+   ``success``/``error`` event's, named by its emitter ``target``); OpenLLMetry
+   ``traceloop.span.kind == tool``, or a legacy ``<name>.tool`` span that carries
+   OpenLLMetry's ``traceloop.*`` marks; Claude Code ``claude_code.tool``; Datadog APM
+   spans (``<integration>.tool.<Tool>``, a ``<integration>.tool`` span named by its
+   ``resource``, or a ``resource`` ending in `` Tool`` such as ``CrewAI Tool``); Langfuse
+   observations of type ``TOOL``; span names ``execute_tool <name>`` and
+   ``running tool: <name>``. The PydanticAI ``running tools`` wrapper around parallel
+   calls is *not* a tool.
 2. agent: ``invoke_agent``/``create_agent`` operations, OpenInference ``AGENT``,
    OpenLLMetry ``agent``/``workflow`` spans, PydanticAI ``agent run``, Claude Code
    ``claude_code.interaction``, Datadog ``resource`` `` Agent``/``Crew Kickoff``, Langfuse
@@ -63,8 +65,13 @@ CLASSIFY_KEYS = frozenset(
         "resource.name",
         "langfuse.observation.type",
         "traceloop.workflow.name",
+        "target",
     }
 )
+# BeeAI's OpenInference spans follow its emitter: one TOOL span per event of one call. The
+# event that settles the call (success or error) is the call; start/finish are not.
+_BEEAI_SETTLING = frozenset({"success", "error"})
+_BEEAI_PASSING = frozenset({"start", "finish", "retry", "partialUpdate"})
 # OpenLLMetry (Traceloop) marks its spans with these; its legacy ``<name>.tool`` span names
 # mean a tool only there (Datadog's ``pydantic_ai.tool`` is no tool called ``pydantic_ai``).
 _OPENLLMETRY_KEYS = ("traceloop.span.kind", "traceloop.entity.name", "traceloop.workflow.name")
@@ -136,6 +143,13 @@ def classify(
     if isinstance(oi_kind, str):
         oi_kind = oi_kind.upper()
         if oi_kind == "TOOL":
+            target = get("target")
+            if target.__class__ is str and "." in target:
+                emitter, _, event = target.rpartition(".")
+                if event in _BEEAI_SETTLING:
+                    return "tool_call", _tool_name(get("tool.name"), emitter, hot)
+                if event in _BEEAI_PASSING:
+                    return "custom", name
             return "tool_call", _tool_name(get("tool.name"), name, hot)
     tl_kind = get("traceloop.span.kind")
     if tl_kind == "tool":

@@ -168,7 +168,9 @@ class _Collector:
                 self.container(inner, f"{where}.{key}")
                 return
         keys = sorted(str(k) for k in raw)[:8]
-        raise self.fail(f"a JSON object with keys {keys} at {where}")
+        lists = sorted(str(k) for k, v in raw.items() if isinstance(v, list) and v)
+        held = f", whose lists under {lists} hold no spans Canon reads" if lists else ""
+        raise self.fail(f"a JSON object with keys {keys} at {where}{held}")
 
     def otlp(self, resource_spans: object, where: str) -> None:
         if not isinstance(resource_spans, list):
