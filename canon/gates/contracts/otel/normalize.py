@@ -21,13 +21,20 @@ from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from functools import partial
 from itertools import islice
-from operator import le
+from operator import itemgetter, le
 from typing import Any
 
 from canon.gates.contracts.execution import NO_PAYLOAD, Execution, Step, StepColumns
 from canon.gates.contracts.otel.attributes import KVAttributes
 from canon.gates.contracts.otel.errors import TraceError
-from canon.gates.contracts.otel.frameworks import DETECT_KEYS, FrameworkDetector
+from canon.gates.contracts.otel.frameworks import (
+    DETECT_KEYS,
+    NAME_MARKS,
+    STRONG_KEYS,
+    FrameworkDetector,
+    name_marks,
+    weak_mark,
+)
 from canon.gates.contracts.otel.runs import run_groups, split_runs
 from canon.gates.contracts.otel.spans import (
     OtlpRun,
@@ -42,6 +49,10 @@ from canon.gates.contracts.otel.tree import repeated_tool_calls, root_position
 from canon.gates.contracts.otel.values import decode_kv_list, normalize_id, to_nanos
 
 _ANSWER_KINDS = frozenset({"model_call", "agent"})
+_KEY = itemgetter("key")
+_NAME_MARKS = NAME_MARKS
+# attribute keys of a span, as written -> (may name a framework, the convention they name)
+_Layouts = dict[tuple[Any, ...], tuple[bool, str]]
 
 
 def parse_trace_text(text: str, *, source: str = "<trace>") -> object:
@@ -127,7 +138,13 @@ def _normalize_batch(batch: SpanBatch, metadata: Mapping[str, object] | None) ->
     merged: dict[str, Any] = dict(batch.resource)
     if metadata:
         merged.update(metadata)
-    steps = StepColumns(tuple(names), tuple(kinds), tuple(statuses), partial(_steps, *table))
+    steps = StepColumns(
+        tuple(names),
+        tuple(kinds),
+        tuple(statuses),
+        partial(_steps, *table),
+        partial(_step_at, table),
+    )
     return Execution(
         execution_id=_execution_id(spans, order, root_at, span_ids),
         steps=steps,
@@ -218,6 +235,23 @@ def _steps(*table: list[Any]) -> tuple[Step, ...]:
     )
 
 
+def _step_at(table: list[list[Any]], position: int) -> Step:
+    """The whole step at one position of the columns of ``_table``."""
+    names, kinds, statuses, span_ids, parent_ids, starts, origins = table
+    origin, kind = origins[position], kinds[position]
+    if isinstance(origin, Step):
+        return origin if origin.kind == kind else origin._replace(kind=kind, payload=NO_PAYLOAD)
+    return otlp_step(
+        origin,
+        names[position],
+        kind,
+        span_ids[position],
+        parent_ids[position],
+        starts[position],
+        statuses[position],
+    )
+
+
 class _SpanSources:
     """The spans behind the steps, by file position; OTLP JSON ones decode on request."""
 
@@ -227,6 +261,16 @@ class _SpanSources:
         self._runs = [entry for entry in entries if isinstance(entry, OtlpRun)]
         self._run_starts = [run.first_position for run in self._runs]
         self._decoded = {entry.position: entry for entry in entries if isinstance(entry, RawSpan)}
+
+    @property
+    def runs(self) -> list[OtlpRun]:
+        """The runs of plain OTLP spans, in file order."""
+        return self._runs
+
+    @property
+    def decoded_spans(self) -> int:
+        """How many spans were decoded while reading (not plain OTLP JSON)."""
+        return len(self._decoded)
 
     def _locate(self, position: int) -> tuple[OtlpRun | None, int]:
         """The run holding ``position`` and the offset in it, or ``(None, position)``."""
@@ -245,21 +289,44 @@ class _SpanSources:
             return otlp_raw_span(run.spans[offset], run.scope, position)
         return self._decoded[position]
 
-    def framework_marks(self, position: int) -> tuple[str, str, Mapping[str, Any]]:
-        """Raw span name, scope name and (at least) the ``DETECT_KEYS`` attributes of a span."""
+    def observe(self, position: int, detector: FrameworkDetector, layouts: _Layouts) -> None:
+        """Show the span at file ``position`` to ``detector``, decoding only what it needs.
+
+        A plain OTLP span whose scope, name and attribute keys cannot name a framework
+        (only a convention) is passed by its keys alone; its layout of keys is looked at
+        once per file.
+        """
         run, offset = self._locate(position)
         if run is None:
             span = self._decoded[position]
-            return span.name, span.scope, span.attributes
+            detector.observe(span.name, span.scope, span.attributes)
+            return
         span_json = run.spans[offset]
         name = span_json.get("name")
+        name = name if isinstance(name, str) else ""
         items = span_json.get("attributes")
+        if items.__class__ is list and not detector.scope_hint(run.scope) and not name_marks(name):
+            try:
+                keys = tuple(map(_KEY, items))
+                found = layouts.get(keys)
+                if found is None:
+                    present = set(keys)
+                    found = layouts[keys] = (
+                        not STRONG_KEYS.isdisjoint(present),
+                        weak_mark(present),
+                    )
+            except (TypeError, KeyError):
+                found = (True, "")  # a malformed list: the careful reading below
+            if not found[0]:
+                if found[1]:
+                    detector.observe_weak(found[1])
+                return
         attrs = (
             KVAttributes(items).subset(DETECT_KEYS)
             if items.__class__ is list
             else decode_kv_list(items)
         )
-        return (name if isinstance(name, str) else ""), run.scope, attrs
+        detector.observe(name, run.scope, attrs)
 
     def trace_id(self, position: int) -> str:
         """The trace id of the span at file ``position``."""
@@ -271,11 +338,54 @@ class _SpanSources:
 
 def _framework(spans: _SpanSources, order: list[int]) -> str:
     detector = FrameworkDetector()
+    layouts: _Layouts = {}
+    weak = _conventions_only(spans, detector, layouts)
+    if weak is not None:
+        # no span can name a framework: the convention of the earliest span that has one
+        marks = [layouts[keys][1] for keys in weak]
+        return next((marks[at] for at in order if marks[at]), "") or detector.result()
     for original in order:
-        detector.observe(*spans.framework_marks(original))
+        spans.observe(original, detector, layouts)
         if detector.done:
             break
     return detector.result()
+
+
+def _conventions_only(
+    spans: _SpanSources, detector: FrameworkDetector, layouts: _Layouts
+) -> list[tuple[Any, ...]] | None:
+    """Each span's attribute keys, when no span can name a framework; else None.
+
+    That is a file of plain OTLP runs whose scopes, span names and attribute keys hold no
+    framework mark (generic GenAI traces): checked with a pass per run, not per span.
+    """
+    if spans.decoded_spans:
+        return None
+    every: list[tuple[Any, ...]] = []
+    for run in spans.runs:
+        if detector.scope_hint(run.scope):
+            return None
+        names = [span.get("name") for span in run.spans]
+        try:
+            joined = "\x00" + "\x00".join(names) + "\x00"
+        except TypeError:
+            return None  # a name that is not text: the careful road
+        if "[any_agent]\x00" in joined or "\x00claude_code." in joined:
+            return None
+        if not _NAME_MARKS.isdisjoint(names):
+            return None
+        try:
+            keys = [tuple(map(_KEY, span["attributes"])) for span in run.spans]
+        except (TypeError, KeyError):
+            return None
+        for layout in set(keys):
+            if layout not in layouts:
+                present = set(layout)
+                layouts[layout] = (not STRONG_KEYS.isdisjoint(present), weak_mark(present))
+            if layouts[layout][0]:
+                return None
+        every += keys
+    return every
 
 
 def _safe(read: Callable[[RawSpan], str | None], span: RawSpan) -> str | None:
