@@ -138,9 +138,9 @@ class FrameworkDetector:
                 return
         for entity in _entity_types(attrs):
             if entity.startswith(("agent.", "workflow.")):
-                hint = _MONOCLE_FRAMEWORKS.get(entity.partition(".")[2])
-                if hint:
-                    self._found = hint
+                framework = _MONOCLE_FRAMEWORKS.get(entity.partition(".")[2])
+                if framework:
+                    self._found = framework
                     return
         if not self._weak:
             if "monocle_apptrace.version" in attrs:

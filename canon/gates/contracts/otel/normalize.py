@@ -35,14 +35,9 @@ from canon.gates.contracts.otel.frameworks import (
     name_marks,
     weak_mark,
 )
+from canon.gates.contracts.otel.rawspan import OtlpRun, RawSpan
 from canon.gates.contracts.otel.runs import run_groups, split_runs
-from canon.gates.contracts.otel.spans import (
-    OtlpRun,
-    RawSpan,
-    SpanBatch,
-    collect_spans,
-    otlp_raw_span,
-)
+from canon.gates.contracts.otel.spans import SpanBatch, collect_spans, otlp_raw_span
 from canon.gates.contracts.otel.steps import otlp_columns, otlp_step, step_from_raw
 from canon.gates.contracts.otel.text import answer_text, final_output_text, request_text
 from canon.gates.contracts.otel.tree import repeated_tool_calls, root_position
@@ -365,7 +360,7 @@ def _conventions_only(
     for run in spans.runs:
         if detector.scope_hint(run.scope):
             return None
-        names = [span.get("name") for span in run.spans]
+        names: list[Any] = [span.get("name") for span in run.spans]
         try:
             joined = "\x00" + "\x00".join(names) + "\x00"
         except TypeError:

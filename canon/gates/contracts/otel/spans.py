@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from itertools import repeat
 from typing import Any
 
-from canon.gates.contracts.execution import StepStatus
 from canon.gates.contracts.otel.backends import (
     datadog_span,
     is_datadog_span,
@@ -23,6 +22,7 @@ from canon.gates.contracts.otel.backends import (
     zipkin_span,
 )
 from canon.gates.contracts.otel.errors import TraceError
+from canon.gates.contracts.otel.jaeger import jaeger_span
 from canon.gates.contracts.otel.logs import (
     LogEvent,
     is_log_record,
@@ -32,13 +32,11 @@ from canon.gates.contracts.otel.logs import (
 )
 from canon.gates.contracts.otel.rawspan import OtlpRun, RawEvent, RawSpan
 from canon.gates.contracts.otel.shapes import (
-    jaeger_parent,
     json_object,
     process_attributes,
     sdk_fields,
 )
 from canon.gates.contracts.otel.values import (
-    decode_jaeger_tags,
     decode_kv_list,
     decode_status,
     normalize_id,
@@ -321,33 +319,9 @@ class _Collector:
                 self.jaeger_span(span)
 
     def jaeger_span(self, span: dict[str, Any]) -> None:
-        tags = decode_jaeger_tags(span.get("tags"))
-        start = to_nanos(span.get("startTime"))
-        duration = span.get("duration")
-        # Jaeger durations are microseconds.
-        end = start + int(duration) * 1000 if isinstance(duration, (int, float)) else start
-        status: StepStatus = decode_status(tags.get("otel.status_code"))
-        if tags.get("error") is True:
-            status = "error"
-        logs = span.get("logs")
-        process = span.get("process")
-        if isinstance(process, dict):  # a bare Jaeger span carries its own process
-            self.resource.update(process_attributes(process))
-        self.add(
-            RawSpan(
-                self.count,
-                _text(span.get("operationName")),
-                normalize_id(span.get("traceID"), 32),
-                normalize_id(span.get("spanID")),
-                normalize_id(jaeger_parent(span)),
-                start,
-                end,
-                status,
-                tags,
-                _jaeger_events(logs) if logs else (),
-                _text(tags.get("otel.scope.name")),
-            )
-        )
+        raw, resource = jaeger_span(span)
+        self.resource.update(resource)
+        self.add(raw._replace(position=self.count))
 
 
 def collect_spans(raw: object, *, source: str) -> SpanBatch:
@@ -462,14 +436,3 @@ def otlp_events(events: object) -> tuple[RawEvent, ...]:
         for event in events
         if isinstance(event, dict)
     )
-
-
-def _jaeger_events(logs: object) -> tuple[RawEvent, ...]:
-    if not isinstance(logs, list):
-        return ()
-    out = []
-    for log in logs:
-        if isinstance(log, dict):
-            fields = decode_jaeger_tags(log.get("fields"))
-            out.append(RawEvent(_text(fields.get("event")), fields))
-    return tuple(out)

@@ -387,3 +387,18 @@ def test_beeai_emitter_event_tool_spans_are_one_call() -> None:
     assert execution.framework == "beeai"
     assert _tools(execution) == ["tool.search.wikipedia"]
     assert len(execution.steps) == 4  # the start and finish spans stay steps, not calls
+
+
+def test_a_langfuse_session_of_two_exports_is_two_runs() -> None:
+    from canon.gates.contracts.otel import normalize_traces
+
+    koog = _json(BACKENDS / "langfuse/koog-2025-08-26.trimmed.json")
+    agent = _json(BACKENDS / "langfuse/microsoft-agent-2025-10-14.trimmed.json")
+    runs = normalize_traces([agent, koog])
+    assert [run.execution_id for run in runs] == [
+        "dff173a675b759ce1b70e522b27d6846",  # runs come in start order
+        "e3a407423619277a2dcef3c13dc89982",
+    ]
+    assert [_tools(run) for run in runs] == [["ByeTool", "HelloTool"], ["get_weather"]]
+    with pytest.raises(TraceError, match="holds 2 separate runs"):
+        normalize_trace([agent, koog])
