@@ -20,7 +20,7 @@ import json
 from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from functools import partial
-from itertools import islice
+from itertools import chain, islice, repeat
 from operator import itemgetter, le
 from typing import Any
 
@@ -45,7 +45,7 @@ from canon.gates.contracts.otel.values import decode_kv_list, normalize_id, to_n
 
 _ANSWER_KINDS = frozenset({"model_call", "agent"})
 _KEY = itemgetter("key")
-_NAME_MARKS = NAME_MARKS
+_ATTRIBUTES = itemgetter("attributes")
 # attribute keys of a span, as written -> (may name a framework, the convention they name)
 _Layouts = dict[tuple[Any, ...], tuple[bool, str]]
 
@@ -333,12 +333,15 @@ class _SpanSources:
 
 def _framework(spans: _SpanSources, order: list[int]) -> str:
     detector = FrameworkDetector()
-    layouts: _Layouts = {}
-    weak = _conventions_only(spans, detector, layouts)
-    if weak is not None:
+    flat = _conventions_only(spans, detector)
+    if flat is not None:
         # no span can name a framework: the convention of the earliest span that has one
-        marks = [layouts[keys][1] for keys in weak]
-        return next((marks[at] for at in order if marks[at]), "") or detector.result()
+        for original in order:
+            mark = weak_mark(set(map(_KEY, flat[original]["attributes"])))
+            if mark:
+                return mark
+        return detector.result()
+    layouts: _Layouts = {}
     for original in order:
         spans.observe(original, detector, layouts)
         if detector.done:
@@ -347,40 +350,31 @@ def _framework(spans: _SpanSources, order: list[int]) -> str:
 
 
 def _conventions_only(
-    spans: _SpanSources, detector: FrameworkDetector, layouts: _Layouts
-) -> list[tuple[Any, ...]] | None:
-    """Each span's attribute keys, when no span can name a framework; else None.
+    spans: _SpanSources, detector: FrameworkDetector
+) -> list[dict[str, Any]] | None:
+    """Every span in file order, when no span can name a framework; else None.
 
     That is a file of plain OTLP runs whose scopes, span names and attribute keys hold no
-    framework mark (generic GenAI traces): checked with a pass per run, not per span.
+    framework mark (generic GenAI traces), checked with C-level passes over whole runs.
     """
     if spans.decoded_spans:
         return None
-    every: list[tuple[Any, ...]] = []
+    flat: list[dict[str, Any]] = []
     for run in spans.runs:
         if detector.scope_hint(run.scope):
             return None
-        names: list[Any] = [span.get("name") for span in run.spans]
+        names: list[Any] = list(map(dict.get, run.spans, repeat("name")))
         try:
             joined = "\x00" + "\x00".join(names) + "\x00"
-        except TypeError:
-            return None  # a name that is not text: the careful road
+            keys = set(map(_KEY, chain.from_iterable(map(_ATTRIBUTES, run.spans))))
+        except (TypeError, KeyError):
+            return None  # a name that is not text, a span without a list: the careful road
         if "[any_agent]\x00" in joined or "\x00claude_code." in joined:
             return None
-        if not _NAME_MARKS.isdisjoint(names):
+        if not NAME_MARKS.isdisjoint(names) or not STRONG_KEYS.isdisjoint(keys):
             return None
-        try:
-            keys = [tuple(map(_KEY, span["attributes"])) for span in run.spans]
-        except (TypeError, KeyError):
-            return None
-        for layout in set(keys):
-            if layout not in layouts:
-                present = set(layout)
-                layouts[layout] = (not STRONG_KEYS.isdisjoint(present), weak_mark(present))
-            if layouts[layout][0]:
-                return None
-        every += keys
-    return every
+        flat += run.spans
+    return flat
 
 
 def _safe(read: Callable[[RawSpan], str | None], span: RawSpan) -> str | None:
