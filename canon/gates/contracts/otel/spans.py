@@ -258,7 +258,7 @@ class _Collector:
         records = otlp_log_records(raw)
         if records is not None:
             for record in records:
-                self.reject(record)
+                self.log(record)  # in resourceLogs, a record is a log whatever it holds
             return True
         if any(key in raw for key in _METRICS_KEYS):
             self.metrics += 1  # a Collector file mixes metrics in: they hold no spans
@@ -295,11 +295,15 @@ class _Collector:
     def reject(self, item: dict[str, Any]) -> None:
         self.skipped += 1
         if is_log_record(item):
-            self.log_records += 1
-            self.logs.append(log_event(item))
-            own_resource = item.get("resource")
-            if isinstance(own_resource, dict):
-                self.resource.update(decode_kv_list(own_resource.get("attributes")))
+            self.log(item)
+
+    def log(self, record: dict[str, Any]) -> None:
+        """Keep a log record, to join to the span it names."""
+        self.log_records += 1
+        self.logs.append(log_event(record))
+        own_resource = record.get("resource")
+        if isinstance(own_resource, dict):
+            self.resource.update(decode_kv_list(own_resource.get("attributes")))
 
     def add(self, span: RawSpan) -> None:
         self.entries.append(span)

@@ -402,3 +402,29 @@ def test_a_langfuse_session_of_two_exports_is_two_runs() -> None:
     assert [_tools(run) for run in runs] == [["ByeTool", "HelloTool"], ["get_weather"]]
     with pytest.raises(TraceError, match="holds 2 separate runs"):
         normalize_trace([agent, koog])
+
+
+def test_the_single_event_form_in_a_log_record_gives_the_request_and_answer() -> None:
+    span = _chat_span_for_the_log_rows()
+    messages_in = [{"role": "user", "parts": [{"type": "text", "content": "Which gate?"}]}]
+    messages_out = [{"role": "assistant", "parts": [{"type": "text", "content": "Gate 12."}]}]
+    record = {
+        "timeUnixNano": "1763619738000000000",
+        "eventName": "gen_ai.client.inference.operation.details",
+        "traceId": span["traceId"],
+        "spanId": span["spanId"],
+        "attributes": [
+            {"key": "gen_ai.input.messages", "value": {"stringValue": json.dumps(messages_in)}},
+            {"key": "gen_ai.output.messages", "value": {"stringValue": json.dumps(messages_out)}},
+        ],
+    }
+    logs = {"resourceLogs": [{"scopeLogs": [{"logRecords": [record]}]}]}
+    execution = normalize_trace([{"sessionSpans": [span]}, logs])
+    assert (execution.input_text, execution.output_text) == ("Which gate?", "Gate 12.")
+
+
+def test_malformed_log_containers_are_skipped_not_fatal() -> None:
+    span = _chat_span_for_the_log_rows()
+    odd = {"resourceLogs": [3, {"scopeLogs": "x"}, {"scopeLogs": [{"logRecords": [None, 5]}]}]}
+    execution = normalize_trace([{"sessionSpans": [span]}, odd])
+    assert execution.step_names() == (span["name"],)
