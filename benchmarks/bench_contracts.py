@@ -1,11 +1,16 @@
-"""Trace-contract gate vs the reference package, on the same traces and contract.
+"""Trace-contract gate vs the reference package, on the same traces and contracts.
 
 Usage: python benchmarks/bench_contracts.py [--abc-venv /tmp/abc-venv] [--rounds 5]
+       [--only NAME]
 
 The reference (``agentic-behavioral-contracts==0.2.0``) lives in its own venv and is
-timed there in a child process; it is never a dependency of Canon. Builds 100
-deterministic OTLP traces of 200 spans in a scratch folder and a 5-constraint contract
-(parametric, 3 required steps, an ordering, 2 sources, citations gated by ``when:``).
+timed there in a child process; it is never a dependency of Canon. Each workload builds
+deterministic OTLP traces (100 of 200 spans, or 20 of 2,000) in a scratch folder and a
+5-constraint contract (parametric, 3 required steps, an ordering, 2 sources, citations
+gated by a ``when:``). The workloads: Strands-scoped traces; generic GenAI traces (an
+instrumentation scope no framework rule knows, so framework detection finds nothing);
+each ``when:`` kind (``input_matches``, ``tool_result_matches``, ``step_present``,
+``metadata``) on generic traces; and 2,000-span generic traces.
 Both sides load the same files, parse them up front, and are timed in their own process
 on the same parsed dicts (and again including ``json.loads`` of the text). Rounds
 alternate between the two sides, so load from other jobs on the machine hits both alike.
@@ -34,6 +39,7 @@ from pathlib import Path
 from typing import Any
 
 TRACES, SPANS = 100, 200
+GENERIC_SCOPE = "acme.agent.telemetry"  # no framework rule knows it
 TOOLS = ("lookup_formulary", "check_coverage", "search_notes", "fetch_history", "render_decision")
 CONTRACT = """\
 name: bench-claims
@@ -50,8 +56,24 @@ constraints:
   - type: must_contain_citations
     min_count: 1
     when:
-      input_matches: claim
+      WHEN
 """
+WHEN_KINDS = {
+    "input_matches": "input_matches: claim",
+    "tool_result_matches": "tool_result_matches: {tool: check_coverage, key: coverage_active, "
+    "value: true}",
+    "step_present": "step_present: render_decision",
+    "metadata": "metadata: {claim_type: rx}",
+}
+# (name, spans per trace, traces, instrumentation scope, when: kind)
+WORKLOADS = (
+    ("strands 200", 200, 100, "strands", "input_matches"),
+    ("generic 200", 200, 100, GENERIC_SCOPE, "input_matches"),
+    ("generic tool_result", 200, 100, GENERIC_SCOPE, "tool_result_matches"),
+    ("generic step_present", 200, 100, GENERIC_SCOPE, "step_present"),
+    ("generic metadata", 200, 100, GENERIC_SCOPE, "metadata"),
+    ("generic 2000", 2000, 20, GENERIC_SCOPE, "tool_result_matches"),
+)
 SOURCE_MAP = {
     "lookup_formulary": {"source_name": "formulary-db", "source_type": "database"},
     "check_coverage": {"source_name": "coverage-policy", "source_type": "api"},
@@ -66,7 +88,9 @@ def _attr(key: str, value: Any) -> dict[str, Any]:
     return {"key": key, "value": {"stringValue": value}}
 
 
-def build_trace(number: int) -> dict[str, Any]:
+def build_trace(
+    number: int, spans_per_trace: int = SPANS, scope: str = "strands"
+) -> dict[str, Any]:
     """One OTLP JSON trace: a root agent span, then alternating model and tool spans."""
     trace_id = f"{number:032x}"
     base = 1_711_000_000_000_000_000 + number * 10**12
@@ -80,7 +104,7 @@ def build_trace(number: int) -> dict[str, Any]:
             "parentSpanId": "",
             "name": "invoke_agent claims",
             "startTimeUnixNano": str(base),
-            "endTimeUnixNano": str(base + SPANS * 10**7),
+            "endTimeUnixNano": str(base + spans_per_trace * 10**7),
             "status": {"code": 1},
             "attributes": [
                 _attr("gen_ai.operation.name", "invoke_agent"),
@@ -91,7 +115,7 @@ def build_trace(number: int) -> dict[str, Any]:
             ],
         }
     ]
-    for index in range(1, SPANS):
+    for index in range(1, spans_per_trace):
         start = base + index * 10**7
         span: dict[str, Any] = {
             "traceId": trace_id,
@@ -134,7 +158,7 @@ def build_trace(number: int) -> dict[str, Any]:
     resource = {"attributes": [_attr("service.name", "claims-agent"), _attr("claim_type", "rx")]}
     return {
         "resourceSpans": [
-            {"resource": resource, "scopeSpans": [{"scope": {"name": "strands"}, "spans": spans}]}
+            {"resource": resource, "scopeSpans": [{"scope": {"name": scope}, "spans": spans}]}
         ]
     }
 
@@ -249,12 +273,50 @@ def time_command(command: list[str], rounds: int, cwd: Path) -> list[float]:
     return times
 
 
-def _rate(times: list[float]) -> str:
+def _rate(times: list[float], traces: int = TRACES) -> str:
     median, best = statistics.median(times), min(times)
     return (
-        f"median {TRACES / median:6.0f} traces/s ({median / TRACES * 1000:.2f} ms), "
-        f"best {TRACES / best:6.0f} ({best / TRACES * 1000:.2f} ms)"
+        f"median {traces / median:6.0f} traces/s ({median / traces * 1000:.2f} ms), "
+        f"best {traces / best:6.0f} ({best / traces * 1000:.2f} ms)"
     )
+
+
+def write_workload(folder: Path, spans: int, traces: int, scope: str, when: str) -> None:
+    """The traces, contract and source map of one workload, in ``folder``."""
+    (folder / "traces").mkdir(parents=True)
+    for number in range(traces):
+        trace = build_trace(number, spans, scope)
+        (folder / "traces" / f"t{number:03d}.json").write_text(json.dumps(trace))
+    (folder / "contract.yaml").write_text(CONTRACT.replace("WHEN", WHEN_KINDS[when]))
+    (folder / "sm.json").write_text(json.dumps(SOURCE_MAP))
+
+
+def workload_table(scratch: Path, rounds: int, reference_python: Path | None, only: str) -> None:
+    """Every workload, both sides, paired rounds; one table row per workload and input."""
+    rows = []
+    for name, spans, traces, scope, when in WORKLOADS:
+        if only and only != name:
+            continue
+        folder = scratch / name.replace(" ", "_")
+        write_workload(folder, spans, traces, scope, when)
+        canon, reference = time_in_process(folder, rounds, reference_python)
+        for key in ("dict", "text"):
+            own = statistics.median(canon[key]) / traces * 1000
+            if reference is None:
+                rows.append((name, key, own, None, None))
+                continue
+            ref = statistics.median(reference[key]) / traces * 1000
+            paired = statistics.median(
+                r / c for r, c in zip(reference[key], canon[key], strict=True)
+            )
+            rows.append((name, key, own, ref, paired))
+    print(
+        f"{'workload':<22} {'input':<5} {'canon ms/trace':>15} {'ref ms/trace':>13} {'paired':>7}"
+    )
+    for name, key, own, ref, paired in rows:
+        ref_text = "-" if ref is None else f"{ref:13.2f}"
+        paired_text = "-" if paired is None else f"{paired:6.1f}x"
+        print(f"{name:<22} {key:<5} {own:15.2f} {ref_text:>13} {paired_text:>7}")
 
 
 def main() -> None:
@@ -262,19 +324,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--abc-venv", type=Path, default=Path("/tmp/abc-venv"))
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--only", default="", help="Time one workload of the table only.")
+    parser.add_argument("--table-only", action="store_true", help="Skip the detail and CLI.")
     args = parser.parse_args()
+    python = args.abc_venv / "bin" / "python"
+    reference_python = python if python.exists() else None
     with tempfile.TemporaryDirectory(prefix="bench-contracts-") as scratch:
-        folder = Path(scratch)
-        (folder / "traces").mkdir()
-        for number in range(TRACES):
-            (folder / "traces" / f"t{number:03d}.json").write_text(json.dumps(build_trace(number)))
-        (folder / "contract.yaml").write_text(CONTRACT)
-        (folder / "sm.json").write_text(json.dumps(SOURCE_MAP))
+        workload_table(Path(scratch), args.rounds, reference_python, args.only)
+        if args.table_only:
+            return
+        folder = Path(scratch) / "detail"
+        write_workload(folder, SPANS, TRACES, "strands", "input_matches")
         sizes = sorted(p.stat().st_size for p in (folder / "traces").iterdir())
         print(f"{TRACES} traces x {SPANS} spans, median {sizes[len(sizes) // 2] / 1024:.0f} KB")
-
-        python = args.abc_venv / "bin" / "python"
-        canon, reference = time_in_process(folder, args.rounds, python if python.exists() else None)
+        canon, reference = time_in_process(folder, args.rounds, reference_python)
         for key, label in (("dict", "normalize + validate"), ("text", "incl. JSON parsing")):
             print(f"in-process, {label}, per round of {TRACES} traces:")
             print(f"  canon     {_rate(canon[key])}")

@@ -19,9 +19,9 @@ from canon.cli.common import (
     reports_errors,
 )
 from canon.errors import CanonError, GateError, UsageError
-from canon.gates.contracts.audit import AuditRecord
+from canon.gates.contracts.audit import AuditRecord, create_audit_record
 from canon.gates.contracts.dump import dump_contract
-from canon.gates.contracts.execution import DataSource
+from canon.gates.contracts.execution import DataSource, Execution
 from canon.gates.contracts.generate import generate_contract
 from canon.gates.contracts.loader import merge_source_maps
 from canon.gates.contracts.model import Contract, Verdict
@@ -29,7 +29,12 @@ from canon.gates.contracts.templates import TEMPLATE_NAMES, list_templates, temp
 from canon.gates.contracts.validate import validate
 from canon.monitor.directory import monitor_directory
 from canon.monitor.stats import MonitorStats
-from canon.project.contract_files import load_contract_file, read_source_map, read_trace
+from canon.project.contract_files import (
+    load_contract_file,
+    read_source_map,
+    read_trace_runs,
+    write_audit_record,
+)
 from canon.project.store import dump_json, write_text_atomic
 
 _TRACE_SUFFIXES = (".json", ".jsonl")
@@ -112,6 +117,11 @@ def _violation_lines(verdict: Verdict) -> list[str]:
 @click.option("--metadata", "pairs", multiple=True, help="key=value added to every execution.")
 @click.option("--fail-on-violation", is_flag=True, help="Exit 1 when any trace FAILs.")
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON document.")
+@click.option(
+    "--audit-dir",
+    type=click.Path(path_type=Path, file_okay=False),
+    help="Also write one audit record per run into this directory.",
+)
 @reports_errors
 def run(
     contract_ref: str,
@@ -120,8 +130,12 @@ def run(
     pairs: tuple[str, ...],
     fail_on_violation: bool,
     as_json: bool,
+    audit_dir: Path | None,
 ) -> None:
-    """Validate every matching trace; a file that is not a trace is reported, the rest still run."""
+    """Validate every run in the matching files; a file that is not a trace is reported.
+
+    A file or session export holding several runs (trace ids) gets one verdict per run.
+    """
     loaded = load_contract_file(contract_ref)
     mapping = _merged_source_map(loaded, source_map)
     metadata = parse_metadata(pairs)
@@ -130,7 +144,7 @@ def run(
     counts = {"pass": 0, "fail": 0, "warn": 0, "error": 0}
     for path in expand_traces(patterns):
         try:
-            execution = read_trace(path, metadata=metadata)
+            executions = read_trace_runs(path, metadata=metadata)
         except CanonError as exc:
             counts["error"] += 1
             records.append(
@@ -142,11 +156,27 @@ def run(
             )
             lines.append(f"ERROR {path}: {exc}")
             continue
-        verdict = validate(loaded, execution, source_map=mapping)
-        counts[verdict.status] += 1
-        records.append({"trace": str(path), "verdict": verdict.to_dict()})
-        lines.append(f"{verdict.status.upper():<5} {path}")
-        lines.extend(_violation_lines(verdict))
+        for execution in executions:
+            verdict = validate(loaded, execution, source_map=mapping)
+            counts[verdict.status] += 1
+            if audit_dir is not None:
+                record = create_audit_record(
+                    verdict, execution, source_map=mapping, trace=str(path)
+                )
+                stem = (
+                    path.stem if len(executions) == 1 else f"{path.stem}_{execution.execution_id}"
+                )
+                write_audit_record(record, audit_dir, stem)
+            records.append(
+                {
+                    "trace": str(path),
+                    "trace_id": execution.execution_id,
+                    "verdict": verdict.to_dict(),
+                }
+            )
+            shown = f"{path} [{execution.execution_id}]" if len(executions) > 1 else str(path)
+            lines.append(f"{verdict.status.upper():<5} {shown}")
+            lines.extend(_violation_lines(verdict))
     summary = {
         "contract": loaded.name,
         "contract_version": loaded.version,
@@ -160,7 +190,7 @@ def run(
         click.echo(dump_json({"records": records, "summary": summary}), nl=False)
     else:
         lines.append(
-            f"{len(records)} trace(s) against {loaded.name} v{loaded.version}: "
+            f"{len(records)} run(s) against {loaded.name} v{loaded.version}: "
             f"{counts['pass']} passed, {counts['fail']} failed, {counts['warn']} warned, "
             f"{counts['error']} unreadable"
         )
@@ -177,11 +207,20 @@ def run(
 @click.option("--version", "version", default="1.0.0", show_default=True, help="Contract version.")
 @click.option("--source-map", type=click.Path(path_type=Path), help="JSON/YAML tool → source map.")
 @click.option("--output", "output_text", metavar="FILE", help="Write the YAML here (else stdout).")
+@click.option("--trace-id", help="The run to use when the file holds several (trace id).")
 @reports_errors
 def generate(
-    pattern: str, name: str, version: str, source_map: Path | None, output_text: str | None
+    pattern: str,
+    name: str,
+    version: str,
+    source_map: Path | None,
+    output_text: str | None,
+    trace_id: str | None,
 ) -> None:
-    """Write a contract describing what the golden trace did (review it before relying on it)."""
+    """Write a contract describing what the golden trace did (review it before relying on it).
+
+    From a file holding several runs, --trace-id picks the golden one.
+    """
     output = output_file(output_text)
     paths = expand_traces((pattern,))
     if len(paths) != 1:
@@ -194,7 +233,7 @@ def generate(
                 f"--output {output} is the {what} {given}, which would be overwritten; "
                 "choose another path"
             )
-    execution = read_trace(paths[0])
+    execution = _golden_run(paths[0], trace_id)
     generated = generate_contract(
         execution, name=name, version=version, source_map=_source_map(source_map)
     )
@@ -217,6 +256,26 @@ def generate(
                 "choose a writable file path"
             ) from None
         click.echo(f"wrote {output} ({len(generated.constraints)} constraints)", err=True)
+
+
+def _golden_run(path: Path, trace_id: str | None) -> Execution:
+    """The one run of ``path`` to generate from: the only one, or the one ``trace_id`` names."""
+    runs = read_trace_runs(path)
+    ids = [run.execution_id for run in runs]
+    if trace_id is not None:
+        wanted = trace_id.strip().lower()
+        for run in runs:
+            if run.execution_id == wanted:
+                return run
+        raise UsageError(
+            f"--trace-id {trace_id}: {path} holds no such run; its runs: {', '.join(ids)}"
+        )
+    if len(runs) > 1:
+        raise UsageError(
+            f"{path} holds {len(runs)} runs; choose the golden one with --trace-id "
+            f"(one of {', '.join(ids)})"
+        )
+    return runs[0]
 
 
 @contract.command("templates")

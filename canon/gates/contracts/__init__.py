@@ -66,6 +66,7 @@ __all__ = [
     "must_precede",
     "must_retrieve_from",
     "normalize_trace",
+    "normalize_traces",
     "parse_source_map",
     "parse_trace_text",
     "render_audit_report",
@@ -73,7 +74,7 @@ __all__ = [
     "when",
 ]
 
-_FROM_NORMALIZER = ("TraceError", "normalize_trace", "parse_trace_text")
+_FROM_NORMALIZER = ("TraceError", "normalize_trace", "normalize_traces", "parse_trace_text")
 
 
 def __getattr__(name: str) -> Any:

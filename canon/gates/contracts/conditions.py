@@ -103,9 +103,8 @@ class ToolResultMatches:
         return self.test.describe(f"{self.tool or '*'}.{self.key}")
 
     def holds(self, facts: Facts) -> bool:
-        for step in facts.execution.steps:
-            if self.tool is not None and step.name != self.tool:
-                continue
+        steps = facts.execution.steps if self.tool is None else facts.columns.named(self.tool)
+        for step in steps:
             result = _result_mapping(step.outputs)
             if result is not None and self.key in result and self.test.matches(result[self.key]):
                 return True

@@ -158,9 +158,11 @@ class StepColumns(Sequence[Step]):
     """An execution's steps: name, kind and status columns, and the ``Step`` values on demand.
 
     ``build`` returns every step, in order, agreeing with the columns; it runs at most once.
+    ``build_one`` (if given) builds the step at one position, so a check that reads a few
+    steps (``tool_result_matches`` on one tool) need not build them all.
     """
 
-    __slots__ = ("_build", "_steps", "kinds", "names", "statuses")
+    __slots__ = ("_build", "_build_one", "_steps", "kinds", "names", "statuses")
     _steps: tuple[Step, ...]
 
     def __init__(
@@ -169,11 +171,13 @@ class StepColumns(Sequence[Step]):
         kinds: tuple[StepKind, ...],
         statuses: tuple[StepStatus, ...],
         build: Callable[[], tuple[Step, ...]],
+        build_one: Callable[[int], Step] | None = None,
     ) -> None:
         self.names = names
         self.kinds = kinds
         self.statuses = statuses
         self._build = build
+        self._build_one = build_one
 
     @classmethod
     def of(cls, steps: Iterable[Step]) -> StepColumns:
@@ -185,6 +189,15 @@ class StepColumns(Sequence[Step]):
             tuple(map(_STEP_STATUS, built)),
             lambda: built,
         )
+
+    def named(self, name: str) -> Iterator[Step]:
+        """The steps called ``name``, in order, building only those when it can."""
+        positions = [at for at, own in enumerate(self.names) if own == name]
+        build_one = self._build_one
+        if build_one is None or hasattr(self, "_steps"):
+            steps = self._all()
+            return (steps[at] for at in positions)
+        return map(build_one, positions)
 
     def _all(self) -> tuple[Step, ...]:
         try:

@@ -1,4 +1,4 @@
-"""OpenTelemetry trace normalizer: any supported trace export in, one ``Execution`` out.
+"""OpenTelemetry trace normalizer: any supported trace export in, one ``Execution`` per run out.
 
 Pure: it takes trace text or parsed JSON values and returns values; reading files is the
 caller's job. ``TraceError`` (an ``InputError``) names the source and what was expected
@@ -8,6 +8,10 @@ whenever the input is not a trace or holds no spans.
 from __future__ import annotations
 
 from canon.gates.contracts.otel.errors import TraceError
-from canon.gates.contracts.otel.normalize import normalize_trace, parse_trace_text
+from canon.gates.contracts.otel.normalize import (
+    normalize_trace,
+    normalize_traces,
+    parse_trace_text,
+)
 
-__all__ = ["TraceError", "normalize_trace", "parse_trace_text"]
+__all__ = ["TraceError", "normalize_trace", "normalize_traces", "parse_trace_text"]

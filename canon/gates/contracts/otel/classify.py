@@ -6,21 +6,29 @@ fires wins:
 
 1. tool call: ``gen_ai.operation.name == "execute_tool"``; a ``gen_ai.tool.name`` on a span
    that is not a model or agent call (PydanticAI ``running tool``); OpenInference
-   ``openinference.span.kind == TOOL``; OpenLLMetry ``traceloop.span.kind == tool`` or a
-   legacy ``<name>.tool`` span; Claude Code ``claude_code.tool``; span names
-   ``execute_tool <name>`` and ``running tool: <name>``. The PydanticAI ``running tools``
-   wrapper around parallel calls is *not* a tool.
+   ``openinference.span.kind == TOOL`` (BeeAI's per-event TOOL spans are one call: the
+   ``success``/``error`` event's, named by its emitter ``target``); OpenLLMetry
+   ``traceloop.span.kind == tool``, or a legacy ``<name>.tool`` span that carries
+   OpenLLMetry's ``traceloop.*`` marks; Claude Code ``claude_code.tool``; Datadog APM
+   spans (``<integration>.tool.<Tool>``, a ``<integration>.tool`` span named by its
+   ``resource``, or a ``resource`` ending in `` Tool`` such as ``CrewAI Tool``); Langfuse
+   observations of type ``TOOL``; span names ``execute_tool <name>`` and
+   ``running tool: <name>``. The PydanticAI ``running tools`` wrapper around parallel
+   calls is *not* a tool.
 2. agent: ``invoke_agent``/``create_agent`` operations, OpenInference ``AGENT``,
    OpenLLMetry ``agent``/``workflow`` spans, PydanticAI ``agent run``, Claude Code
-   ``claude_code.interaction``.
+   ``claude_code.interaction``, Datadog ``resource`` `` Agent``/``Crew Kickoff``, Langfuse
+   ``AGENT`` observations.
 3. model call: chat-like operations (``chat``, ``generate_content``, ``call_llm`` ...),
    OpenInference ``LLM``/``EMBEDDING``, ``llm.request.type``, ``ChatBedrock.chat`` or
-   ``chat <model>`` names, ``claude_code.llm_request``, or a request model plus token usage.
-   Monocle/Okahu ``span.type`` (``agentic.tool.invocation`` and ``agentic.mcp.invocation``
-   are tools named by their first entity, ``inference*`` model calls, ``retrieval``, other
-   ``agentic.*`` agents) and Vercel AI SDK spans (``ai.toolCall``; ``ai.generateText``,
-   ``ai.streamText`` ... and their ``doGenerate``/``doStream`` children are model calls)
-   are read right after the GenAI operation.
+   ``chat <model>`` names, ``claude_code.llm_request``, Langfuse ``GENERATION``, or a
+   request model plus token usage. Monocle/Okahu ``span.type`` (``agentic.tool.invocation``
+   and ``agentic.mcp.invocation`` are tools named by their first entity, ``inference*``
+   model calls, ``retrieval``, other ``agentic.*`` agents) and Vercel AI SDK spans, known by
+   their ``ai.operationId`` or ``ai.toolCall.name`` attribute whatever the span's name
+   (``ai.toolCall`` is a tool; ``ai.generateText``, ``ai.streamText`` ... and their
+   ``doGenerate``/``doStream`` children are model calls) are read right after the GenAI
+   operation.
 4. retrieval: a Bedrock knowledge base id, ``gen_ai.data_source.id``, a ``retrieval``
    operation, OpenInference ``RETRIEVER``.
 5. human review: a span (not a tool) named or operated as human review / approval /
@@ -54,8 +62,25 @@ CLASSIFY_KEYS = frozenset(
         "entity",
         "ai.toolCall.name",
         "ai.operationId",
+        "resource.name",
+        "langfuse.observation.type",
+        "traceloop.workflow.name",
+        "target",
     }
 )
+# BeeAI's OpenInference spans follow its emitter: one TOOL span per event of one call. The
+# event that settles the call (success or error) is the call; start/finish are not.
+_BEEAI_SETTLING = frozenset({"success", "error"})
+_BEEAI_PASSING = frozenset({"start", "finish", "retry", "partialUpdate"})
+# OpenLLMetry (Traceloop) marks its spans with these; its legacy ``<name>.tool`` span names
+# mean a tool only there (Datadog's ``pydantic_ai.tool`` is no tool called ``pydantic_ai``).
+_OPENLLMETRY_KEYS = ("traceloop.span.kind", "traceloop.entity.name", "traceloop.workflow.name")
+_LANGFUSE_KINDS: dict[str, StepKind] = {
+    "AGENT": "agent",
+    "GENERATION": "model_call",
+    "EMBEDDING": "model_call",
+    "RETRIEVER": "retrieval",
+}
 
 MODEL_OPS = frozenset(
     {
@@ -107,24 +132,45 @@ def classify(
         found = _monocle(monocle, name, hot)
         if found is not None:
             return found
-    if name.startswith("ai."):  # Vercel AI SDK spans are all named ai.*
-        vercel = get("ai.operationId")
-        found = _vercel(vercel if vercel.__class__ is str else name, name, hot)
+    vercel = get("ai.operationId")
+    if vercel.__class__ is str or "ai.toolCall.name" in hot:
+        # the Vercel AI SDK names its operation in an attribute; a span recorded elsewhere
+        # (Langfuse names a tool span after its tool) keeps it
+        found = _vercel(vercel if vercel.__class__ is str else "", name, hot)
         if found is not None:
             return found
     oi_kind = get("openinference.span.kind")
     if isinstance(oi_kind, str):
         oi_kind = oi_kind.upper()
         if oi_kind == "TOOL":
+            target = get("target")
+            if target.__class__ is str and "." in target:
+                emitter, _, event = target.rpartition(".")
+                if event in _BEEAI_SETTLING:
+                    return "tool_call", _tool_name(get("tool.name"), emitter, hot)
+                if event in _BEEAI_PASSING:
+                    return "custom", name
             return "tool_call", _tool_name(get("tool.name"), name, hot)
     tl_kind = get("traceloop.span.kind")
     if tl_kind == "tool":
         return "tool_call", _tool_name(get("traceloop.entity.name"), name, hot)
     if name == "claude_code.tool":
         return "tool_call", _tool_name(get("tool_name"), name, hot)
+    resource = get("resource.name")
+    if resource.__class__ is str:
+        found = _datadog(resource, name)
+        if found is not None:
+            return found
+    langfuse = get("langfuse.observation.type")
+    if langfuse == "TOOL":
+        return "tool_call", _tool_name(None, name, hot)
     by_name = _tool_from_span_name(name)
+    if not by_name and any(key in hot for key in _OPENLLMETRY_KEYS):
+        by_name = _legacy_tool(name)
     if by_name:
         return "tool_call", by_name
+    if langfuse.__class__ is str and langfuse in _LANGFUSE_KINDS:
+        return _LANGFUSE_KINDS[langfuse], name
     if op in AGENT_OPS or oi_kind == "AGENT" or tl_kind in ("agent", "workflow"):
         return "agent", name
     if name in ("agent run", "claude_code.interaction") or name.startswith("agent run"):
@@ -176,33 +222,49 @@ def _vercel(operation: str, name: str, hot: Mapping[str, Any]) -> tuple[StepKind
     return None
 
 
+def _datadog(resource: str, name: str) -> tuple[StepKind, str] | None:
+    """Datadog APM spans of its LLM integrations, typed by name and ``resource``."""
+    head, dot, tool = name.partition(".tool.")
+    if dot and head and tool:
+        return "tool_call", tool  # claude_agent_sdk.tool.Bash
+    if name.endswith(".tool") and resource and resource != name:
+        return "tool_call", resource  # pydantic_ai.tool, resource = the tool's name
+    if resource.endswith(" Tool"):
+        return "tool_call", name  # "CrewAI Tool", "Pydantic Tool": the span names the tool
+    if resource.endswith(" Agent") or resource == "Crew Kickoff":
+        return "agent", name
+    return None
+
+
 def _tool_name(preferred: object, span_name: str, hot: Mapping[str, Any]) -> str:
     for candidate in (preferred, hot.get("gen_ai.tool.name"), hot.get("tool.name")):
         if isinstance(candidate, str) and candidate.strip():
             return candidate.strip()
-    from_name = _tool_from_span_name(span_name)
-    if from_name:
-        return from_name
-    if span_name.endswith(".tool") and len(span_name) > 5:
-        return span_name[:-5]
-    return span_name
+    from_name = _tool_from_span_name(span_name) or _legacy_tool(span_name)
+    return from_name or span_name
 
 
 def step_name_for(name: str) -> str:
     """The step name a contract's ``name`` refers to: a raw tool span name means its tool.
 
-    ``lookup_x.tool``, ``execute_tool lookup_x`` and ``running tool: lookup_x`` are always
-    classified as a tool call named ``lookup_x``, so no step ever carries those names.
+    ``execute_tool lookup_x`` and ``running tool: lookup_x`` are always classified as a tool
+    call named ``lookup_x``; so is OpenLLMetry's ``lookup_x.tool``, the one legacy name
+    contracts were written with.
     """
-    return _tool_from_span_name(name) or name
+    return _tool_from_span_name(name) or _legacy_tool(name) or name
 
 
 def _tool_from_span_name(name: str) -> str:
-    """Tool name from ``execute_tool X``, ``running tool: X`` or a legacy ``X.tool`` name."""
+    """Tool name from ``execute_tool X`` or ``running tool: X``."""
     if name.startswith("execute_tool "):
         return name[13:].strip()
     if name.startswith("running tool:"):
         return name[13:].strip()
+    return ""
+
+
+def _legacy_tool(name: str) -> str:
+    """Tool name from OpenLLMetry's legacy ``X.tool`` span name."""
     if name.endswith(".tool") and not name.startswith("claude_code") and len(name) > 5:
         return name[:-5]
     return ""

@@ -29,6 +29,23 @@ DETECT_KEYS = frozenset(
     }
 )
 
+# The keys a framework's own mark can come from; the others only name a convention (weak).
+STRONG_KEYS = frozenset(
+    {"gen_ai.provider.name", "gen_ai.system", "any_agent.version", "entity.1.type"}
+    | {"entity.2.type", "entity"}
+)
+# The weak marks, by the key whose presence gives them, in ``observe``'s order.
+_WEAK_KEYS = (
+    ("monocle_apptrace.version", "monocle"),
+    ("ai.operationId", "vercel_ai"),
+    ("openinference.span.kind", "openinference"),
+    ("traceloop.span.kind", "openllmetry"),
+    ("llm.request.type", "openllmetry"),
+    ("gen_ai.operation.name", "opentelemetry-genai"),
+)
+# span names that are a framework's own
+NAME_MARKS = frozenset({"agent run", "running tool", "running tools"})
+
 _SCOPE_HINTS = (
     ("strands", "strands"),
     ("pydantic_ai", "pydantic_ai"),
@@ -47,6 +64,8 @@ _SCOPE_HINTS = (
     ("agno", "agno"),
     ("claude_agent_sdk", "claude_agent_sdk"),
     ("autogen", "autogen"),
+    ("beeai", "beeai"),
+    ("koog", "koog"),
 )
 # Monocle names the framework in its entity types: "agent.adk", "workflow.langgraph", ...
 _MONOCLE_FRAMEWORKS = {
@@ -64,6 +83,7 @@ _PROVIDER_HINTS = {
     "langchain": "langchain",
     "gcp.vertex.agent": "google_adk",
     "autogen": "autogen",
+    "microsoft.agent_framework": "microsoft_agent_framework",
 }
 
 
@@ -82,6 +102,20 @@ class FrameworkDetector:
         """True once a framework's own mark was seen."""
         return bool(self._found)
 
+    def scope_hint(self, scope: str) -> str:
+        """The framework a scope name gives away, or ``""`` (cached per scope)."""
+        hint = self._scopes.get(scope)
+        if hint is None:
+            lowered = scope.lower()
+            hint = next((found for mark, found in _SCOPE_HINTS if mark in lowered), "")
+            self._scopes[scope] = hint
+        return hint
+
+    def observe_weak(self, mark: str) -> None:
+        """Note a span whose only mark is a convention's (see ``weak_mark``)."""
+        if not self._weak:
+            self._weak = mark
+
     def observe(self, name: str, scope: str, attrs: Mapping[str, Any]) -> None:
         """Look at one span for framework marks (``attrs`` holds at least ``DETECT_KEYS``)."""
         provider = attrs.get("gen_ai.provider.name") or attrs.get("gen_ai.system")
@@ -98,19 +132,15 @@ class FrameworkDetector:
             self._found = "pydantic_ai"
             return
         if scope:
-            hint = self._scopes.get(scope)
-            if hint is None:
-                lowered = scope.lower()
-                hint = next((found for mark, found in _SCOPE_HINTS if mark in lowered), "")
-                self._scopes[scope] = hint
+            hint = self.scope_hint(scope)
             if hint:
                 self._found = hint
                 return
         for entity in _entity_types(attrs):
             if entity.startswith(("agent.", "workflow.")):
-                hint = _MONOCLE_FRAMEWORKS.get(entity.partition(".")[2])
-                if hint:
-                    self._found = hint
+                framework = _MONOCLE_FRAMEWORKS.get(entity.partition(".")[2])
+                if framework:
+                    self._found = framework
                     return
         if not self._weak:
             if "monocle_apptrace.version" in attrs:
@@ -127,6 +157,16 @@ class FrameworkDetector:
     def result(self) -> str:
         """The framework name, an instrumentation convention, or ``"unknown"``."""
         return self._found or self._weak or "unknown"
+
+
+def name_marks(name: str) -> bool:
+    """Whether a span name alone can name the framework (see ``observe``)."""
+    return name.endswith("[any_agent]") or name.startswith("claude_code.") or name in NAME_MARKS
+
+
+def weak_mark(keys: frozenset[str] | set[str]) -> str:
+    """The convention the attribute keys of a span name, as ``observe`` picks it."""
+    return next((mark for key, mark in _WEAK_KEYS if key in keys), "")
 
 
 def _entity_types(attrs: Mapping[str, Any]) -> list[str]:

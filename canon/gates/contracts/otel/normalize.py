@@ -20,27 +20,34 @@ import json
 from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from functools import partial
-from itertools import islice, repeat
-from operator import le
+from itertools import chain, islice, repeat
+from operator import itemgetter, le
 from typing import Any
 
 from canon.gates.contracts.execution import NO_PAYLOAD, Execution, Step, StepColumns
 from canon.gates.contracts.otel.attributes import KVAttributes
 from canon.gates.contracts.otel.errors import TraceError
-from canon.gates.contracts.otel.frameworks import DETECT_KEYS, FrameworkDetector
-from canon.gates.contracts.otel.spans import (
-    OtlpRun,
-    RawSpan,
-    SpanBatch,
-    collect_spans,
-    otlp_raw_span,
+from canon.gates.contracts.otel.frameworks import (
+    DETECT_KEYS,
+    NAME_MARKS,
+    STRONG_KEYS,
+    FrameworkDetector,
+    name_marks,
+    weak_mark,
 )
+from canon.gates.contracts.otel.rawspan import OtlpRun, RawSpan
+from canon.gates.contracts.otel.runs import run_groups, split_runs
+from canon.gates.contracts.otel.spans import SpanBatch, collect_spans, otlp_raw_span
 from canon.gates.contracts.otel.steps import otlp_columns, otlp_step, step_from_raw
 from canon.gates.contracts.otel.text import answer_text, final_output_text, request_text
 from canon.gates.contracts.otel.tree import repeated_tool_calls, root_position
 from canon.gates.contracts.otel.values import decode_kv_list, normalize_id, to_nanos
 
 _ANSWER_KINDS = frozenset({"model_call", "agent"})
+_KEY = itemgetter("key")
+_ATTRIBUTES = itemgetter("attributes")
+# attribute keys of a span, as written -> (may name a framework, the convention they name)
+_Layouts = dict[tuple[Any, ...], tuple[bool, str]]
 
 
 def parse_trace_text(text: str, *, source: str = "<trace>") -> object:
@@ -79,6 +86,11 @@ def normalize_trace(
     """Normalize a parsed trace export into an ``Execution``; ``TraceError`` if it is none."""
     batch = collect_spans(raw, source=source)
     _refuse_several_traces(batch, source)
+    return _normalize_batch(batch, metadata)
+
+
+def _normalize_batch(batch: SpanBatch, metadata: Mapping[str, object] | None) -> Execution:
+    """The ``Execution`` of one run's spans."""
     spans = _SpanSources(batch.entries)
     table = _table(batch.entries)
     names, kinds, statuses, span_ids, parent_ids, starts, _ = table
@@ -121,7 +133,13 @@ def normalize_trace(
     merged: dict[str, Any] = dict(batch.resource)
     if metadata:
         merged.update(metadata)
-    steps = StepColumns(tuple(names), tuple(kinds), tuple(statuses), partial(_steps, *table))
+    steps = StepColumns(
+        tuple(names),
+        tuple(kinds),
+        tuple(statuses),
+        partial(_steps, *table),
+        partial(_step_at, table),
+    )
     return Execution(
         execution_id=_execution_id(spans, order, root_at, span_ids),
         steps=steps,
@@ -132,83 +150,31 @@ def normalize_trace(
     )
 
 
-def trace_ids(entries: list[RawSpan | OtlpRun]) -> list[str]:
-    """The distinct non-empty trace ids of the spans, in order of first appearance."""
-    raw: dict[object, None] = {}
-    for entry in entries:
-        if isinstance(entry, OtlpRun):
-            try:
-                raw.update(dict.fromkeys(map(dict.get, entry.spans, repeat("traceId"))))
-            except TypeError:  # an unhashable id: normalized one by one below
-                raw.update((str(span.get("traceId")), None) for span in entry.spans)
-        else:
-            raw[entry.trace_id] = None
-    found: dict[str, None] = {}
-    for value in raw:
-        normalized = normalize_id(value, 32)
-        if normalized:
-            found[normalized] = None
-    return list(found)
-
-
-def _several_raw_trace_ids(entries: list[RawSpan | OtlpRun]) -> bool:
-    """Whether the spans carry more than one trace id as written (a C-level pass per run)."""
-    seen: set[object] = set()
-    for entry in entries:
-        try:
-            if isinstance(entry, OtlpRun):
-                seen.update(map(dict.get, entry.spans, repeat("traceId")))
-            else:
-                seen.add(entry.trace_id)
-        except TypeError:  # an unhashable id: let the careful reading decide
-            return True
-        if len(seen) > 1:
-            return True
-    return False
+def normalize_traces(
+    raw: object,
+    *,
+    metadata: Mapping[str, object] | None = None,
+    source: str = "<trace>",
+) -> list[Execution]:
+    """Normalize a parsed export into one ``Execution`` per run it holds (see ``runs.py``)."""
+    batch = collect_spans(raw, source=source)
+    groups = run_groups(batch)
+    if len(groups) < 2:
+        return [_normalize_batch(batch, metadata)]
+    return [_normalize_batch(part, metadata) for part in split_runs(batch, groups)]
 
 
 def _refuse_several_traces(batch: SpanBatch, source: str) -> None:
-    """One execution is one run: a file holding several runs is refused, naming them.
-
-    Several trace ids alone are not several runs: a setup span (``create_agent``) is often
-    exported as a trace of its own, and two instrumentations of one run (ADK's own spans
-    and Monocle's) each start a trace. So setup-only traces do not count, and the others
-    are one run when their time ranges overlap.
-    """
-    if not _several_raw_trace_ids(batch.entries) or len(trace_ids(batch.entries)) < 2:
-        return
-    ranges: dict[str, list[int]] = {}
-    working: set[str] = set()
-    for span in batch.spans:
-        trace_id = span.trace_id
-        if not trace_id:
-            continue
-        if not _is_setup(span):
-            working.add(trace_id)
-        end = max(span.end_ns, span.start_ns)
-        found = ranges.setdefault(trace_id, [span.start_ns, end])
-        found[0] = min(found[0], span.start_ns)
-        found[1] = max(found[1], end)
-    for trace_id in set(ranges) - working:
-        del ranges[trace_id]
-    ordered = sorted(ranges.items(), key=lambda item: item[1][0])
-    reach = ordered[0][1][1] if ordered else 0
-    for _, (start, end) in ordered[1:]:
-        if start > reach:
-            ids = [trace_id for trace_id, _ in ordered]
-            shown = ", ".join(ids[:3]) + (", ..." if len(ids) > 3 else "")
-            raise TraceError(
-                f"{source}: holds {len(ids)} separate runs (trace ids {shown}), not one "
-                "execution; write one trace per file (or let 'canon contract monitor' "
-                "read them one by one)"
-            )
-        reach = max(reach, end)
-
-
-def _is_setup(span: RawSpan) -> bool:
-    """A span that only creates an agent (exported as a trace of its own by some SDKs)."""
-    operation = span.attributes.get("gen_ai.operation.name")
-    return operation == "create_agent" or span.name.startswith("create_agent")
+    """One execution is one run: a file holding several runs is refused, naming them."""
+    groups = run_groups(batch)
+    if len(groups) > 1:
+        ids = [group[0] for group in groups]
+        shown = ", ".join(ids[:3]) + (", ..." if len(ids) > 3 else "")
+        raise TraceError(
+            f"{source}: holds {len(ids)} separate runs (trace ids {shown}), not one "
+            "execution; validate them with 'canon contract run', which checks each run, "
+            "or pick one with --trace-id"
+        )
 
 
 def _table(entries: list[RawSpan | OtlpRun]) -> list[list[Any]]:
@@ -264,6 +230,23 @@ def _steps(*table: list[Any]) -> tuple[Step, ...]:
     )
 
 
+def _step_at(table: list[list[Any]], position: int) -> Step:
+    """The whole step at one position of the columns of ``_table``."""
+    names, kinds, statuses, span_ids, parent_ids, starts, origins = table
+    origin, kind = origins[position], kinds[position]
+    if isinstance(origin, Step):
+        return origin if origin.kind == kind else origin._replace(kind=kind, payload=NO_PAYLOAD)
+    return otlp_step(
+        origin,
+        names[position],
+        kind,
+        span_ids[position],
+        parent_ids[position],
+        starts[position],
+        statuses[position],
+    )
+
+
 class _SpanSources:
     """The spans behind the steps, by file position; OTLP JSON ones decode on request."""
 
@@ -273,6 +256,16 @@ class _SpanSources:
         self._runs = [entry for entry in entries if isinstance(entry, OtlpRun)]
         self._run_starts = [run.first_position for run in self._runs]
         self._decoded = {entry.position: entry for entry in entries if isinstance(entry, RawSpan)}
+
+    @property
+    def runs(self) -> list[OtlpRun]:
+        """The runs of plain OTLP spans, in file order."""
+        return self._runs
+
+    @property
+    def decoded_spans(self) -> int:
+        """How many spans were decoded while reading (not plain OTLP JSON)."""
+        return len(self._decoded)
 
     def _locate(self, position: int) -> tuple[OtlpRun | None, int]:
         """The run holding ``position`` and the offset in it, or ``(None, position)``."""
@@ -291,21 +284,44 @@ class _SpanSources:
             return otlp_raw_span(run.spans[offset], run.scope, position)
         return self._decoded[position]
 
-    def framework_marks(self, position: int) -> tuple[str, str, Mapping[str, Any]]:
-        """Raw span name, scope name and (at least) the ``DETECT_KEYS`` attributes of a span."""
+    def observe(self, position: int, detector: FrameworkDetector, layouts: _Layouts) -> None:
+        """Show the span at file ``position`` to ``detector``, decoding only what it needs.
+
+        A plain OTLP span whose scope, name and attribute keys cannot name a framework
+        (only a convention) is passed by its keys alone; its layout of keys is looked at
+        once per file.
+        """
         run, offset = self._locate(position)
         if run is None:
             span = self._decoded[position]
-            return span.name, span.scope, span.attributes
+            detector.observe(span.name, span.scope, span.attributes)
+            return
         span_json = run.spans[offset]
         name = span_json.get("name")
+        name = name if isinstance(name, str) else ""
         items = span_json.get("attributes")
+        if items.__class__ is list and not detector.scope_hint(run.scope) and not name_marks(name):
+            try:
+                keys = tuple(map(_KEY, items))
+                found = layouts.get(keys)
+                if found is None:
+                    present = set(keys)
+                    found = layouts[keys] = (
+                        not STRONG_KEYS.isdisjoint(present),
+                        weak_mark(present),
+                    )
+            except (TypeError, KeyError):
+                found = (True, "")  # a malformed list: the careful reading below
+            if not found[0]:
+                if found[1]:
+                    detector.observe_weak(found[1])
+                return
         attrs = (
             KVAttributes(items).subset(DETECT_KEYS)
             if items.__class__ is list
             else decode_kv_list(items)
         )
-        return (name if isinstance(name, str) else ""), run.scope, attrs
+        detector.observe(name, run.scope, attrs)
 
     def trace_id(self, position: int) -> str:
         """The trace id of the span at file ``position``."""
@@ -317,11 +333,48 @@ class _SpanSources:
 
 def _framework(spans: _SpanSources, order: list[int]) -> str:
     detector = FrameworkDetector()
+    flat = _conventions_only(spans, detector)
+    if flat is not None:
+        # no span can name a framework: the convention of the earliest span that has one
+        for original in order:
+            mark = weak_mark(set(map(_KEY, flat[original]["attributes"])))
+            if mark:
+                return mark
+        return detector.result()
+    layouts: _Layouts = {}
     for original in order:
-        detector.observe(*spans.framework_marks(original))
+        spans.observe(original, detector, layouts)
         if detector.done:
             break
     return detector.result()
+
+
+def _conventions_only(
+    spans: _SpanSources, detector: FrameworkDetector
+) -> list[dict[str, Any]] | None:
+    """Every span in file order, when no span can name a framework; else None.
+
+    That is a file of plain OTLP runs whose scopes, span names and attribute keys hold no
+    framework mark (generic GenAI traces), checked with C-level passes over whole runs.
+    """
+    if spans.decoded_spans:
+        return None
+    flat: list[dict[str, Any]] = []
+    for run in spans.runs:
+        if detector.scope_hint(run.scope):
+            return None
+        names: list[Any] = list(map(dict.get, run.spans, repeat("name")))
+        try:
+            joined = "\x00" + "\x00".join(names) + "\x00"
+            keys = set(map(_KEY, chain.from_iterable(map(_ATTRIBUTES, run.spans))))
+        except (TypeError, KeyError):
+            return None  # a name that is not text, a span without a list: the careful road
+        if "[any_agent]\x00" in joined or "\x00claude_code." in joined:
+            return None
+        if not NAME_MARKS.isdisjoint(names) or not STRONG_KEYS.isdisjoint(keys):
+            return None
+        flat += run.spans
+    return flat
 
 
 def _safe(read: Callable[[RawSpan], str | None], span: RawSpan) -> str | None:

@@ -21,7 +21,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from canon.gates.contracts.execution import StepPayload
-from canon.gates.contracts.otel.spans import RawEvent, otlp_events
+from canon.gates.contracts.otel.rawspan import RawEvent
+from canon.gates.contracts.otel.spans import otlp_events
 from canon.gates.contracts.otel.values import parse_json_text
 
 _ARGUMENT_KEYS = (

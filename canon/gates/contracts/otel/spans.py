@@ -11,56 +11,37 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from itertools import repeat
-from typing import Any, NamedTuple
+from typing import Any
 
-from canon.gates.contracts.execution import StepStatus
+from canon.gates.contracts.otel.backends import (
+    datadog_span,
+    is_datadog_span,
+    is_langfuse,
+    is_zipkin_span,
+    langfuse_spans,
+    zipkin_span,
+)
 from canon.gates.contracts.otel.errors import TraceError
+from canon.gates.contracts.otel.jaeger import jaeger_span
+from canon.gates.contracts.otel.logs import (
+    LogEvent,
+    is_log_record,
+    join_events,
+    log_event,
+    otlp_log_records,
+)
+from canon.gates.contracts.otel.rawspan import OtlpRun, RawEvent, RawSpan
 from canon.gates.contracts.otel.shapes import (
-    jaeger_parent,
     json_object,
     process_attributes,
     sdk_fields,
 )
 from canon.gates.contracts.otel.values import (
-    decode_jaeger_tags,
     decode_kv_list,
     decode_status,
     normalize_id,
     to_nanos,
 )
-
-
-class RawEvent(NamedTuple):
-    """A span event: its name and decoded attributes."""
-
-    name: str
-    attributes: dict[str, Any]
-
-
-# A NamedTuple rather than a frozen dataclass: one is built per span on the hot path and
-# tuple construction is several times cheaper; it never leaves this package.
-class RawSpan(NamedTuple):
-    """One span, whatever format it came from, with decoded attributes."""
-
-    position: int
-    name: str
-    trace_id: str
-    span_id: str
-    parent_id: str
-    start_ns: int
-    end_ns: int
-    status: StepStatus
-    attributes: dict[str, Any]
-    events: tuple[RawEvent, ...]
-    scope: str
-
-
-class OtlpRun(NamedTuple):
-    """Consecutive OTLP JSON spans of one scope, left as parsed JSON until someone reads them."""
-
-    scope: str
-    spans: list[dict[str, Any]]  # each has "spanId" and "startTimeUnixNano"
-    first_position: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +55,9 @@ class SpanBatch:
     entries: list[RawSpan | OtlpRun]
     resource: dict[str, Any]
     final_output: object = None  # any-agent writes the run's answer next to its spans
+    log_records: int = 0  # OpenTelemetry log records read (joined to their spans or not)
+    unjoined_logs: int = 0  # of those, the ones naming no span in the file
+    metrics_skipped: int = 0  # OTLP metrics documents, which hold no spans
 
     @property
     def spans(self) -> list[RawSpan]:
@@ -103,11 +87,13 @@ _SPAN_MARKERS = (
     "operationName",
 )
 _JAEGER_MARKERS = ("spanID", "operationName")
-_LOG_MARKERS = ("body", "severity_number", "severityNumber", "severity_text", "severityText")
 _ENVELOPES = ("result", "trace", "data")
+# Keys of a session or row export whose value holds spans and log records.
+_SESSION_KEYS = ("sessionSpans", "raw_otel_json")
+_METRICS_KEYS = ("resourceMetrics", "resource_metrics")
 _EXPECTED = (
     "OTLP JSON (resourceSpans), a Tempo export (batches), a Jaeger export (data[].spans), "
-    "OTLP JSON lines, or a span list"
+    "OTLP JSON lines, a Langfuse, Datadog, Zipkin or AgentCore export, or a span list"
 )
 
 
@@ -120,6 +106,8 @@ class _Collector:
         self.final_output: object = None
         self.skipped = 0  # objects in span positions that are no span (log records, ...)
         self.log_records = 0
+        self.logs: list[LogEvent] = []
+        self.metrics = 0
 
     def fail(self, found: str) -> TraceError:
         return TraceError(
@@ -132,6 +120,11 @@ class _Collector:
             for position, item in enumerate(raw):
                 if isinstance(item, str):
                     item = json_object(item)  # a span written as JSON text (any-agent)
+                if isinstance(item, list):
+                    self.container(item, f"{where}[{position}]")  # Datadog: a list of traces
+                    continue
+                if isinstance(item, dict) and self.backend_span(item):
+                    continue
                 if isinstance(item, dict) and any(k in item for k in _JAEGER_MARKERS):
                     self.jaeger_span(item)  # a bare array of Jaeger spans
                 elif isinstance(item, dict) and not _looks_like_span(item):
@@ -145,6 +138,8 @@ class _Collector:
             if key in raw:
                 self.otlp(raw[key], f"{where}.{key}")
                 return
+        if self.other_document(raw, where):
+            return
         data = raw.get("data")
         if isinstance(data, list) and all(isinstance(t, dict) and "spans" in t for t in data):
             for trace in data:
@@ -171,7 +166,9 @@ class _Collector:
                 self.container(inner, f"{where}.{key}")
                 return
         keys = sorted(str(k) for k in raw)[:8]
-        raise self.fail(f"a JSON object with keys {keys} at {where}")
+        lists = sorted(str(k) for k, v in raw.items() if isinstance(v, list) and v)
+        held = f", whose lists under {lists} hold no spans Canon reads" if lists else ""
+        raise self.fail(f"a JSON object with keys {keys} at {where}{held}")
 
     def otlp(self, resource_spans: object, where: str) -> None:
         if not isinstance(resource_spans, list):
@@ -253,10 +250,60 @@ class _Collector:
             )
         )
 
+    def other_document(self, raw: dict[str, Any], where: str) -> bool:
+        """Read the non-span documents and session envelopes; False when ``raw`` is none."""
+        if is_log_record(raw):
+            self.reject(raw)
+            return True
+        records = otlp_log_records(raw)
+        if records is not None:
+            for record in records:
+                self.log(record)  # in resourceLogs, a record is a log whatever it holds
+            return True
+        if any(key in raw for key in _METRICS_KEYS):
+            self.metrics += 1  # a Collector file mixes metrics in: they hold no spans
+            return True
+        if is_langfuse(raw):
+            spans, resource, output = langfuse_spans(raw)
+            self.resource.update(resource)
+            for span in spans:
+                self.add(span._replace(position=self.count))
+            if output is not None and self.final_output is None:
+                self.final_output = output
+            return True
+        for key in _SESSION_KEYS:
+            inner = raw.get(key)
+            if isinstance(inner, str):
+                inner = json_object(inner)
+            if isinstance(inner, (list, dict)):
+                self.container(inner, f"{where}.{key}")
+                return True
+        return self.backend_span(raw)
+
+    def backend_span(self, item: dict[str, Any]) -> bool:
+        """Read a Datadog or Zipkin span; False when ``item`` is neither."""
+        if is_datadog_span(item):
+            span, resource = datadog_span(item)
+        elif is_zipkin_span(item):
+            span, resource = zipkin_span(item)
+        else:
+            return False
+        self.resource.update(resource)
+        self.add(span._replace(position=self.count))
+        return True
+
     def reject(self, item: dict[str, Any]) -> None:
         self.skipped += 1
-        if any(key in item for key in _LOG_MARKERS):
-            self.log_records += 1
+        if is_log_record(item):
+            self.log(item)
+
+    def log(self, record: dict[str, Any]) -> None:
+        """Keep a log record, to join to the span it names."""
+        self.log_records += 1
+        self.logs.append(log_event(record))
+        own_resource = record.get("resource")
+        if isinstance(own_resource, dict):
+            self.resource.update(decode_kv_list(own_resource.get("attributes")))
 
     def add(self, span: RawSpan) -> None:
         self.entries.append(span)
@@ -276,33 +323,9 @@ class _Collector:
                 self.jaeger_span(span)
 
     def jaeger_span(self, span: dict[str, Any]) -> None:
-        tags = decode_jaeger_tags(span.get("tags"))
-        start = to_nanos(span.get("startTime"))
-        duration = span.get("duration")
-        # Jaeger durations are microseconds.
-        end = start + int(duration) * 1000 if isinstance(duration, (int, float)) else start
-        status: StepStatus = decode_status(tags.get("otel.status_code"))
-        if tags.get("error") is True:
-            status = "error"
-        logs = span.get("logs")
-        process = span.get("process")
-        if isinstance(process, dict):  # a bare Jaeger span carries its own process
-            self.resource.update(process_attributes(process))
-        self.add(
-            RawSpan(
-                self.count,
-                _text(span.get("operationName")),
-                normalize_id(span.get("traceID"), 32),
-                normalize_id(span.get("spanID")),
-                normalize_id(jaeger_parent(span)),
-                start,
-                end,
-                status,
-                tags,
-                _jaeger_events(logs) if logs else (),
-                _text(tags.get("otel.scope.name")),
-            )
-        )
+        raw, resource = jaeger_span(span)
+        self.resource.update(resource)
+        self.add(raw._replace(position=self.count))
 
 
 def collect_spans(raw: object, *, source: str) -> SpanBatch:
@@ -322,12 +345,42 @@ def collect_spans(raw: object, *, source: str) -> SpanBatch:
             "with an OTLP JSON or Jaeger JSON exporter"
         )
     if not collector.count:
-        raise TraceError(
-            f"{source}: the trace holds no spans: expected at least one span in "
-            f"{_EXPECTED}; got a {_type_name(raw)} with none; check that the exporter "
-            "flushed before the file was written"
+        raise TraceError(f"{source}: the trace holds no spans: {_no_spans(raw, collector)}")
+    entries = collector.entries
+    unjoined = 0
+    if collector.logs:
+        spans, unjoined = join_events(SpanBatch(entries, {}).spans, collector.logs)
+        entries = list(spans)
+    return SpanBatch(
+        entries,
+        collector.resource,
+        collector.final_output,
+        collector.log_records,
+        unjoined,
+        collector.metrics,
+    )
+
+
+def _no_spans(raw: object, collector: _Collector) -> str:
+    """Why a file with no spans has none: the object read, and keys holding what was not."""
+    if collector.metrics:
+        return (
+            f"it holds {collector.metrics} OTLP metrics document(s) (resourceMetrics) and no "
+            "spans; export the agent's traces, not its metrics"
         )
-    return SpanBatch(collector.entries, collector.resource, collector.final_output)
+    found = f"a {_type_name(raw)}"
+    if isinstance(raw, dict):
+        lists = sorted(str(k) for k, v in raw.items() if isinstance(v, list) and v)
+        if lists:
+            return (
+                f"expected spans in {_EXPECTED}; the JSON object at top level holds lists "
+                f"under {lists}, none of them spans Canon reads"
+            )
+        found = f"a JSON object with keys {sorted(str(k) for k in raw)[:8]}"
+    return (
+        f"expected at least one span in {_EXPECTED}; got {found} with none; check that "
+        "the exporter flushed before the file was written"
+    )
 
 
 def otlp_raw_span(span: dict[str, Any], scope: str, position: int) -> RawSpan:
@@ -387,14 +440,3 @@ def otlp_events(events: object) -> tuple[RawEvent, ...]:
         for event in events
         if isinstance(event, dict)
     )
-
-
-def _jaeger_events(logs: object) -> tuple[RawEvent, ...]:
-    if not isinstance(logs, list):
-        return ()
-    out = []
-    for log in logs:
-        if isinstance(log, dict):
-            fields = decode_jaeger_tags(log.get("fields"))
-            out.append(RawEvent(_text(fields.get("event")), fields))
-    return tuple(out)

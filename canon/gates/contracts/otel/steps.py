@@ -34,7 +34,7 @@ from canon.gates.contracts.execution import (
 from canon.gates.contracts.otel.attributes import KVAttributes
 from canon.gates.contracts.otel.classify import AGENT_OPS, CLASSIFY_KEYS, MODEL_OPS, classify
 from canon.gates.contracts.otel.payloads import LazyToolPayload
-from canon.gates.contracts.otel.spans import OtlpRun, RawSpan
+from canon.gates.contracts.otel.rawspan import OtlpRun, RawSpan
 from canon.gates.contracts.otel.values import (
     decode_kv_list,
     decode_status,

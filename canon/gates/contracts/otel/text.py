@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from canon.gates.contracts.otel.spans import RawSpan
+from canon.gates.contracts.otel.rawspan import RawSpan
 from canon.gates.contracts.otel.values import parse_json_text
 
 _USER_ROLES = frozenset({"user", "human", "humanmessage"})

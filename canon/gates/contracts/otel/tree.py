@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from itertools import compress
 from operator import not_
 
-from canon.gates.contracts.otel.spans import RawSpan
+from canon.gates.contracts.otel.rawspan import RawSpan
 
 
 def in_start_order(spans: Sequence[RawSpan]) -> list[RawSpan]:

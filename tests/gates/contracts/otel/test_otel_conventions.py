@@ -76,7 +76,7 @@ def one_step(name: str, attrs: dict[str, Any], **extra: Any) -> Execution:
         ("search", {"openinference.span.kind": "TOOL", "tool.name": "kb_search"}, "kb_search"),
         ("search", {"openinference.span.kind": "tool"}, "search"),
         ("x", {"traceloop.span.kind": "tool", "traceloop.entity.name": "geo"}, "geo"),
-        ("get_weather.tool", {}, "get_weather"),
+        ("get_weather.tool", {"traceloop.workflow.name": "w"}, "get_weather"),
         ("claude_code.tool", {"tool_name": "Bash"}, "Bash"),
         ("execute_tool   spaced", {}, "spaced"),
     ],

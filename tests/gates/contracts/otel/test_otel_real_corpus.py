@@ -269,9 +269,9 @@ EXPECTED: dict[str, Reads | Refused] = {
     "monocle/unit_trace1_adk_travel.json": Reads(
         "google_adk", ["adk_book_hotel_5"], "Book a flight from San F", "OK. Here's a summary of "
     ),
-    "openinference/vercel_v6_all_spans.json": Refused("holds 10 separate runs"),
+    "openinference/vercel_v6_all_spans.json": Refused("holds 5 separate runs"),
     "openinference/vercel_v6_generateText.json": Refused("holds 2 separate runs"),
-    "otel-proto/logs.json": Refused("not a trace: expected OTLP JSON"),
+    "otel-proto/logs.json": Refused("not a trace: it holds 1 OpenTelemetry log record(s)"),
     "otel-proto/trace.json": Reads("unknown", [], "", ""),
     "strands-evals/adk_live_spans.json": Reads(
         "google_adk", ["calculator"], "What is 15 multiplied by", "15 multiplied by 37 is 5"

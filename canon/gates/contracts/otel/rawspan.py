@@ -1,0 +1,40 @@
+"""The normalizer's span values: a decoded span, its events, and a run of raw OTLP spans."""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+from canon.gates.contracts.execution import StepStatus
+
+
+class RawEvent(NamedTuple):
+    """A span event: its name and decoded attributes."""
+
+    name: str
+    attributes: dict[str, Any]
+
+
+# A NamedTuple rather than a frozen dataclass: one is built per span on the hot path and
+# tuple construction is several times cheaper; it never leaves this package.
+class RawSpan(NamedTuple):
+    """One span, whatever format it came from, with decoded attributes."""
+
+    position: int
+    name: str
+    trace_id: str
+    span_id: str
+    parent_id: str
+    start_ns: int
+    end_ns: int
+    status: StepStatus
+    attributes: dict[str, Any]
+    events: tuple[RawEvent, ...]
+    scope: str
+
+
+class OtlpRun(NamedTuple):
+    """Consecutive OTLP JSON spans of one scope, left as parsed JSON until someone reads them."""
+
+    scope: str
+    spans: list[dict[str, Any]]  # each has "spanId" and "startTimeUnixNano"
+    first_position: int

@@ -1,0 +1,104 @@
+"""Which runs a file holds: its spans grouped by trace id into separate executions.
+
+Several trace ids alone are not several runs: a setup span (``create_agent``) is often
+exported as a trace of its own, and two instrumentations of one run (ADK's own spans and
+Monocle's) each start a trace. So traces whose time ranges overlap are one run, and a
+setup-only trace joins the run it sets up (the first that ends after it starts, else the
+last one). Everything else is a run of its own, in start order.
+"""
+
+from __future__ import annotations
+
+from itertools import repeat
+
+from canon.gates.contracts.otel.rawspan import OtlpRun, RawSpan
+from canon.gates.contracts.otel.spans import SpanBatch
+from canon.gates.contracts.otel.values import normalize_id
+
+
+def trace_ids(entries: list[RawSpan | OtlpRun]) -> list[str]:
+    """The distinct non-empty trace ids of the spans, in order of first appearance."""
+    raw: dict[object, None] = {}
+    for entry in entries:
+        if isinstance(entry, OtlpRun):
+            try:
+                raw.update(dict.fromkeys(map(dict.get, entry.spans, repeat("traceId"))))
+            except TypeError:  # an unhashable id: normalized one by one below
+                raw.update((str(span.get("traceId")), None) for span in entry.spans)
+        else:
+            raw[entry.trace_id] = None
+    found: dict[str, None] = {}
+    for value in raw:
+        normalized = normalize_id(value, 32)
+        if normalized:
+            found[normalized] = None
+    return list(found)
+
+
+def several_raw_trace_ids(entries: list[RawSpan | OtlpRun]) -> bool:
+    """Whether the spans carry more than one trace id as written (a C-level pass per run)."""
+    seen: set[object] = set()
+    for entry in entries:
+        try:
+            if isinstance(entry, OtlpRun):
+                seen.update(map(dict.get, entry.spans, repeat("traceId")))
+            else:
+                seen.add(entry.trace_id)
+        except TypeError:  # an unhashable id: let the careful reading decide
+            return True
+        if len(seen) > 1:
+            return True
+    return False
+
+
+def run_groups(batch: SpanBatch) -> list[list[str]]:
+    """The trace ids of each run in the file, runs in start order (one group: one run)."""
+    if not several_raw_trace_ids(batch.entries) or len(trace_ids(batch.entries)) < 2:
+        return [trace_ids(batch.entries)]
+    ranges: dict[str, list[int]] = {}
+    working: set[str] = set()
+    for span in batch.spans:
+        trace_id = span.trace_id
+        if not trace_id:
+            continue
+        if not is_setup(span):
+            working.add(trace_id)
+        end = max(span.end_ns, span.start_ns)
+        found = ranges.setdefault(trace_id, [span.start_ns, end])
+        found[0] = min(found[0], span.start_ns)
+        found[1] = max(found[1], end)
+    setups = {trace_id: ranges.pop(trace_id) for trace_id in set(ranges) - working}
+    groups: list[list[str]] = []
+    spans: list[list[int]] = []  # each group's [start, end]
+    for trace_id, (start, end) in sorted(ranges.items(), key=lambda item: item[1][0]):
+        if groups and start <= spans[-1][1]:
+            groups[-1].append(trace_id)  # overlapping traces: one run
+            spans[-1][1] = max(spans[-1][1], end)
+        else:
+            groups.append([trace_id])
+            spans.append([start, end])
+    if not groups:  # setup traces only: nothing ran, so nothing is told apart
+        return [trace_ids(batch.entries)]
+    for trace_id, (start, _) in sorted(setups.items(), key=lambda item: item[1][0]):
+        at = next((n for n, (_, end) in enumerate(spans) if end >= start), len(groups) - 1)
+        groups[at].append(trace_id)
+    return groups
+
+
+def split_runs(batch: SpanBatch, groups: list[list[str]]) -> list[SpanBatch]:
+    """One batch per run; spans without a trace id go with the first run."""
+    where = {trace_id: at for at, group in enumerate(groups) for trace_id in group}
+    parts: list[list[RawSpan | OtlpRun]] = [[] for _ in groups]
+    for span in batch.spans:
+        part = parts[where.get(span.trace_id, 0)]
+        part.append(span._replace(position=len(part)))
+    return [
+        SpanBatch(part, batch.resource, None, batch.log_records, batch.unjoined_logs)
+        for part in parts
+    ]
+
+
+def is_setup(span: RawSpan) -> bool:
+    """A span that only creates an agent (exported as a trace of its own by some SDKs)."""
+    operation = span.attributes.get("gen_ai.operation.name")
+    return operation == "create_agent" or span.name.startswith("create_agent")
