@@ -136,7 +136,9 @@ def test_check_json_report_is_machine_readable(project):
         (key, "P2", "confirmed") for key in ("duplicate-charge", "large-refund", "roaming-question")
     }
     assert document["drift"]["test"] == "sign-flip"
-    assert document["canon_rate"]["now"]["wilson_95"][1] == 1.0
+    # a confirmed "no" on a principle fails each artifact outright (part of the gate)
+    assert document["canon_rate"]["now"]["wilson_95"][0] == 0.0
+    assert document["drift"]["underpowered"] is True  # 3 pairs: p >= 1/8, nothing to show
     assert "minimum_detectable_drop" in document["drift"]
 
 
@@ -176,7 +178,9 @@ def test_a_legacy_baseline_gates_on_the_mean_with_a_note(project):
     _prepend(project / "judge-script.yaml", FLIP_P2)
     regressed = _canon(project, "check")
     assert regressed.exit_code == 1
-    assert "beyond the tolerance and beyond noise" in regressed.stdout
+    # three pairs cannot show a drop (p >= 1/8); the confirmed plain violations fail the run
+    assert "principle P2 plainly violated" in regressed.stdout
+    assert "no drop can be shown" in regressed.stdout
     assert "flips" not in regressed.stdout
 
 
@@ -320,15 +324,17 @@ def test_a_regression_in_check_is_in_both_reports(project):
     result = _canon(project, "check", "--junit-xml", "c.xml", "--html", "c.html")
     assert result.exit_code == 1
     counts, cases, _ = _junit(project / "c.xml")
-    assert counts == {"tests": "4", "failures": "4", "errors": "0", "skipped": "0"}
+    assert counts == {"tests": "4", "failures": "3", "errors": "0", "skipped": "0"}
     for key in ("duplicate-charge", "large-refund", "roaming-question"):
-        (failure,) = cases[key].findall("failure")
-        assert failure.get("type") == "regression"
-        assert "P2 [escalate-large-refunds] flipped from satisfied to violated (confirmed)" in (
-            failure.get("message") or ""
+        failures = cases[key].findall("failure")
+        assert {f.get("type") for f in failures} <= {"regression", "non-canon"}
+        assert any(
+            "P2 [escalate-large-refunds] flipped from satisfied to violated (confirmed)"
+            in (f.get("message") or "")
+            for f in failures
         )
-    drift = cases["mean-drift"].find("failure")
-    assert drift is not None and "drop 0.111, tolerance 0.020" in (drift.text or "")
+    # three pairs: the sign-flip test's smallest p-value is 1/8, so the drift cannot fail
+    assert cases["mean-drift"].find("failure") is None
     page = (project / "c.html").read_text()
     assert page.count('<tr class="flips-row regression">') == 3 and "REGRESSION" in page
 
@@ -401,7 +407,7 @@ def test_check_writes_reports_as_a_real_process(project):
     failed = _process(project, "check", "--junit-xml", "out/c.xml", "--html", "out/c.html")
     assert failed.returncode == 1, failed.stderr
     counts, cases, _ = _junit(project / "out" / "c.xml")
-    assert counts["failures"] == "4"
+    assert counts["failures"] == "3"
     assert cases["large-refund"].find("failure") is not None
     assert "Hand any refund above 200 EUR" in (project / "out" / "c.html").read_text()
 

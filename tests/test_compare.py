@@ -21,7 +21,13 @@ from canon.core.compare import (
     provenance_notes,
 )
 from canon.core.constitution import Constitution, Principle
-from canon.core.evidence import DecisionRule, add_answer, failed_reask, open_evidence
+from canon.core.evidence import (
+    DecisionRule,
+    Evidence,
+    add_answer,
+    failed_reask,
+    open_evidence,
+)
 from canon.core.gate_outcome import GateOutcome
 from canon.core.scoring import (
     Answer,
@@ -31,6 +37,7 @@ from canon.core.scoring import (
     stopped_verdict,
     unscored_cell,
 )
+from canon.core.settle import settle
 from canon.core.significance import ALPHA, sign_flip_drop_test, welch_drop_test
 from canon.core.stats import wilson_ci
 from canon.project.store import load_rubric
@@ -53,6 +60,11 @@ def _result(key: str, threshold: float = 0.5, **replies: object) -> ArtifactResu
         distribution = {reply: 1.0} if isinstance(reply, str) else reply
         cells.append(score_cell(q, Answer(distribution)))  # type: ignore[arg-type]
     return judge_verdict(key, cells, threshold)
+
+
+def _settle(result: ArtifactResult, evidence: dict[tuple[str, str], Evidence]) -> ArtifactResult:
+    """The result as confirmation leaves it: failing only on confirmed evidence."""
+    return settle(result, result.cells, {q: e for (k, q), e in evidence.items() if k == result.key})
 
 
 def _recorded(results: list[ArtifactResult]) -> Baseline:
@@ -124,13 +136,13 @@ def test_a_legacy_baseline_skips_layer_1_and_gates_on_the_mean():
         None,
         None,
         None,
-        {k: ArtifactRecord(score=1.0, gated=False) for k in "abc"},
+        {k: ArtifactRecord(score=1.0, gated=False) for k in "abcdefghij"},
     )
-    results = [_result(k, P2="no", P1="no") for k in "abc"]
+    results = [_result(k, P2="no", P1="no") for k in "abcdefghij"]
     comparison = gate(results, legacy, 0.5)
     assert comparison.flips == ()
     assert any("format 1" in n and "canon accept" in n for n in comparison.notes)
-    assert comparison.drift.regressed  # the mean fell from 1.0 to 0.75 on every artifact
+    assert comparison.drift.regressed  # 1.0 -> 0.75 on all ten: p = 2**-10
 
 
 def test_new_and_missing_artifacts_are_notes_not_failures():
@@ -194,7 +206,7 @@ def test_a_tiny_drop_within_tolerance_passes():
 
 
 def test_a_large_but_noisy_drop_is_not_a_regression():
-    diffs = [0.5, -0.4, 0.3, -0.3, 0.15, -0.1]
+    diffs = [0.5, -0.4, 0.3, -0.3, 0.15, -0.1] * 2
     before = {f"k{i}": 0.5 for i in range(len(diffs))}
     after = [_scored(f"k{i}", 0.5 - d) for i, d in enumerate(diffs)]
     drift = gate(after, _scores_baseline(before), 0.0).drift
@@ -253,12 +265,38 @@ def test_an_unchanged_run_is_not_a_drop_and_is_underpowered_when_noise_is_large(
     assert drift.test.p_value is not None and drift.test.p_value > 0.3
 
 
-def test_a_constant_drop_with_zero_variance_is_not_noise():
-    before = {f"k{i}": 0.9 for i in range(5)}
+def test_a_constant_drop_over_enough_artifacts_is_beyond_noise():
+    before = {f"k{i}": 0.9 for i in range(10)}
     drift = gate([_scored(k, 0.85) for k in before], _scores_baseline(before), 0.0).drift
-    assert drift.regressed and drift.test.minimum_detectable == 0.0
+    # ten equal drops are the most extreme of 2**10 sign patterns: p = 2**-10, not 0
+    assert drift.regressed and drift.test.p_value == pytest.approx(2.0**-10)
     small = gate([_scored(k, 0.89) for k in before], _scores_baseline(before), 0.0).drift
     assert not small.regressed  # zero variance, but the drop is inside the tolerance
+
+
+@pytest.mark.parametrize("size", [2, 3, 5, 6])
+def test_equal_drops_on_a_few_artifacts_never_claim_more_than_2_to_the_minus_n(size):
+    before = {f"k{i}": 0.9 for i in range(size)}
+    drift = gate([_scored(k, 0.8) for k in before], _scores_baseline(before), 0.0).drift
+    assert drift.test.p_value == pytest.approx(2.0**-size)
+    assert not drift.regressed and not drift.test.can_reject and drift.underpowered
+    assert drift.test.minimum_detectable is None and drift.smallest_flaggable is None
+    assert "no drop can be shown" in drift.test.detail
+
+
+def test_the_sign_flip_p_value_is_never_below_its_floor_even_by_monte_carlo():
+    before = [0.9] * 40
+    after = [0.8] * 40
+    test = sign_flip_drop_test(before, after, 0.05)
+    assert test.p_value is not None and test.p_value >= 2.0**-40
+    assert test.beyond_noise
+
+
+def test_welch_on_equal_scores_gives_the_permutation_floor_not_zero():
+    few = welch_drop_test([0.9, 0.9], [0.8, 0.8], 0.01)
+    assert few.p_value == pytest.approx(1 / 6) and not few.beyond_noise and not few.can_reject
+    many = welch_drop_test([0.9] * 6, [0.8] * 6, 0.01)
+    assert many.p_value == pytest.approx(1 / 924) and many.beyond_noise
 
 
 def test_one_matched_artifact_is_too_few_to_test_drift():
@@ -302,7 +340,12 @@ def test_a_flip_the_judge_repeats_beyond_noise_is_confirmed():
 def test_a_flip_the_judge_does_not_repeat_is_only_a_note():
     evidence = {("a", "P2"): _evidence("no", "yes", "yes")}
     assert evidence[("a", "P2")].status == "refuted"
-    settled = gate([_result("a", P2="no")], _recorded([_result("a")]), 0.5, evidence=evidence)
+    settled = gate(
+        [_settle(_result("a", P2="no"), evidence)],
+        _recorded([_result("a")]),
+        0.5,
+        evidence=evidence,
+    )
     assert settled.flips[0].status == "unconfirmed"
     assert settled.regressions == () and settled.status == "conforms"
     assert any("did not repeat" in n for n in settled.notes)
@@ -310,7 +353,12 @@ def test_a_flip_the_judge_does_not_repeat_is_only_a_note():
 
 def test_a_failed_reask_is_unavailable_not_a_pass_or_a_regression():
     evidence = {("a", "P2"): failed_reask(_evidence("no"))}
-    settled = gate([_result("a", P2="no")], _recorded([_result("a")]), 0.5, evidence=evidence)
+    settled = gate(
+        [_settle(_result("a", P2="no"), evidence)],
+        _recorded([_result("a")]),
+        0.5,
+        evidence=evidence,
+    )
     assert settled.flips[0].status == "unavailable"
     assert not settled.failed and settled.status == "unavailable"
 
@@ -319,7 +367,12 @@ def test_a_split_judge_leaves_the_flip_inconclusive_not_a_regression():
     answers = ["no"] + ["yes", "no"] * 4
     evidence = {("a", "P2"): _evidence(*answers)}
     assert evidence[("a", "P2")].status == "open"
-    settled = gate([_result("a", P2="no")], _recorded([_result("a")]), 0.5, evidence=evidence)
+    settled = gate(
+        [_settle(_result("a", P2="no"), evidence)],
+        _recorded([_result("a")]),
+        0.5,
+        evidence=evidence,
+    )
     assert settled.flips[0].status == "inconclusive" and not settled.failed
     assert any("stayed split" in n for n in settled.notes)
 

@@ -245,3 +245,45 @@ def test_check_strict_fails_on_a_known_failure(tmp_path, monkeypatch):
     assert "known failures" in checked.stdout
     strict = runner.invoke(main, ["check", "--quiet", "--strict"])
     assert strict.exit_code == 1
+
+
+ONE_PRINCIPLE = Constitution("Serve customers.", (Principle("Never ask for a card number."),))
+
+
+def _one_principle_run(script: object) -> tuple[object, MockJudge]:
+    if isinstance(script, dict):
+        replies = script
+        script = lambda question, _text: replies.get(question.id, replies["__default__"])  # noqa: E731
+    judge = MockJudge(script)  # type: ignore[arg-type]
+    plan = ScoringPlan(ONE_PRINCIPLE, RUBRIC, judge, 0.85)
+    artifacts = [Artifact("Please send me your card number.", id="a")]
+    first = asyncio.run(score_artifacts(plan, artifacts))
+    return asyncio.run(confirm(plan, artifacts, first, DecisionRule())).results[0], judge
+
+
+def test_a_confirmed_worst_answer_on_a_principle_fails_an_artifact_whose_mean_passes():
+    result, _ = _one_principle_run({"G": "no", "P1": "no", "__default__": "yes"})
+    assert result.raw_score == pytest.approx(6 / 7)  # above the 0.85 threshold on its mean
+    assert not result.canon and result.violated == ("P1",)
+    assert any(r.startswith("principle P1 plainly violated") for r in result.reasons)
+
+
+def test_a_partly_on_a_principle_stays_a_score():
+    result, _ = _one_principle_run({"G": "no", "P1": "partly", "__default__": "yes"})
+    assert result.canon and result.violated == ()
+    assert result.score == pytest.approx(6.5 / 7)
+
+
+def test_a_lone_worst_answer_the_judge_does_not_repeat_is_only_a_note():
+    asked: list[int] = []
+
+    def script(question: Question, _text: str) -> str:
+        if question.id != "P1":
+            return "no" if question.id == "G" else "yes"
+        asked.append(1)
+        return "no" if len(asked) == 1 else "yes"  # the first answer was the judge's noise
+
+    result, _ = _one_principle_run(script)
+    assert result.canon and result.violated == ()
+    assert any("plainly violated, but not beyond judge noise" in n for n in result.notes)
+    assert len(asked) >= 3  # re-asked until refuted

@@ -26,7 +26,13 @@ def test_assert_coheres_passes_silently_for_a_coherent_artifact(constitution):
 
 
 def test_the_issue_example_script_fails_on_the_threshold_and_names_low_questions(constitution):
-    judge = MockJudge(script={"serve the mission": "yes", "__default__": "no"})
+    judge = MockJudge(
+        script={
+            "serve the mission": "yes",
+            **{f"P{i}": "partly" for i in range(1, 5)},
+            "__default__": "no",
+        }
+    )
     metric = CoherenceMetric(constitution=constitution, judge=judge, threshold=0.85)
     with pytest.raises(AssertionError) as info:
         metric.assert_coheres(ARTIFACT)

@@ -27,6 +27,7 @@ from canon.core.settle import (
     threshold_suspects,
     upper_bound,
     violated,
+    violation_suspects,
 )
 from canon.core.usage import Usage, total
 from canon.errors import JudgeError, JudgeScriptError
@@ -157,9 +158,10 @@ class _ArtifactConfirmation:
 
     async def run(self, record: ArtifactRecord | None) -> _Settled:
         """Test the gate and flips, then the threshold, and settle the verdict."""
-        first = [*gate_suspects(self.result), *flip_suspects(self.result, record)]
+        decisive = [*gate_suspects(self.result), *violation_suspects(self.result)]
+        first = [*decisive, *flip_suspects(self.result, record)]
         await asyncio.gather(*(self._test(q) for q in dict.fromkeys(first)))
-        if not any(self.evidence[q].status == "confirmed" for q in gate_suspects(self.result)):
+        if not any(self.evidence[q].status == "confirmed" for q in decisive):
             await self._test_threshold()
         pooled = self._pooled()
         settled = settle(self.result, pooled, self.evidence)

@@ -141,7 +141,7 @@ def _fails(result: ArtifactResult, threshold: float) -> bool:
     """Non-canon on evidence, judged against the check's threshold when nothing settled it."""
     if result.below_threshold is not None or result.score is None:
         return fails_on_evidence(result)
-    if result.stopped_by is not None or result.gated or result.refused:
+    if result.stopped_by is not None or result.gated or result.refused or result.violated:
         return True  # a refused question fails closed (canon.core.scoring.REFUSAL_NOTE)
     # Unsettled results: unscored questions count at their best, so an outage is no evidence.
     best = optimistic_raw(result) if result.unscored else result.score

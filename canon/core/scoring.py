@@ -75,6 +75,9 @@ class ArtifactResult:
     below_threshold: bool | None = None
     # What confirmation re-asks about this artifact spent (None: none were asked of a model).
     reask_usage: Usage | None = None
+    # Principle questions whose worst answer fails the artifact outright (first answers
+    # until confirmation settles them, then only the confirmed ones).
+    violated: tuple[str, ...] = ()
 
     @property
     def stopped_by(self) -> str | None:
@@ -222,6 +225,28 @@ def gate_tripped(cell: Cell) -> bool:
     return contradiction >= GATE_TRIP_MASS
 
 
+def plainly_violated(cell: Cell) -> bool:
+    """Whether a principle question's answer is mostly its worst choice (a plain violation).
+
+    Like the NSCP gate, a plain violation fails the artifact whatever its average: with one
+    principle, a "no" on it still averages 6/7 over the rubric. A "partly" stays a score.
+    """
+    if cell.question.kind != "principle" or cell.state != "answered" or cell.score is None:
+        return False
+    worst = min(c.score for c in cell.question.choices if c.score is not None)
+    mass = sum(
+        m
+        for label, m in cell.distribution
+        if (choice := cell.question.choice(label)) is not None and choice.score == worst
+    )
+    return mass >= GATE_TRIP_MASS
+
+
+def violation_reason(cell: Cell) -> str:
+    """Why a plainly violated principle fails its artifact."""
+    return f"principle {cell.id} plainly violated: {cell_label(cell)}"
+
+
 def judge_verdict(
     key: str,
     cells: Sequence[Cell],
@@ -248,6 +273,8 @@ def judge_verdict(
         reasons.append(
             f"{REFUSED_PREFIX} {len(refused)} of {len(cells)} questions ({ids}): {REFUSAL_NOTE}"
         )
+    violated = tuple(c.id for c in cells if plainly_violated(c))
+    reasons.extend(violation_reason(c) for c in cells if c.id in violated)
     unscored = [c for c in cells if c.state == "unscored"]
     if unscored:
         ids = ", ".join(c.id for c in unscored)
@@ -269,6 +296,7 @@ def judge_verdict(
         gates=tuple(gates),
         reasons=tuple(reasons),
         notes=notes,
+        violated=violated,
     )
 
 
@@ -276,10 +304,10 @@ def fails_on_evidence(result: ArtifactResult) -> bool:
     """Whether an artifact is non-canon on evidence, not merely because the judge was down.
 
     A gate that stopped it, a tripped NSCP gate, a question the judge refused (fail closed),
-    a score below the threshold, or no applicable question at all; unscored questions alone
-    are not evidence (CI may retry).
+    a plainly violated principle, a score below the threshold, or no applicable question at
+    all; unscored questions alone are not evidence (CI may retry).
     """
-    if result.stopped_by is not None or result.gated or result.refused:
+    if result.stopped_by is not None or result.gated or result.refused or result.violated:
         return True
     if result.score is None:
         return not result.unscored

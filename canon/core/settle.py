@@ -14,7 +14,15 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from canon.core.evidence import Evidence
-from canon.core.scoring import REFUSED_PREFIX, ArtifactResult, Cell, gate_tripped, judge_verdict
+from canon.core.scoring import (
+    REFUSED_PREFIX,
+    ArtifactResult,
+    Cell,
+    gate_tripped,
+    judge_verdict,
+    plainly_violated,
+    violation_reason,
+)
 
 # A baseline cell was "solidly satisfied" with a clear score and a confident judge; a
 # current cell at or below SOLID_VIOLATED is a flip worth testing.
@@ -26,6 +34,26 @@ SOLID_CONFIDENCE = 0.7
 def gate_suspects(result: ArtifactResult) -> tuple[str, ...]:
     """Gate questions whose first answer tripped the NSCP gate."""
     return tuple(c.id for c in result.cells if c.question.kind == "gate" and gate_tripped(c))
+
+
+def violation_suspects(result: ArtifactResult) -> tuple[str, ...]:
+    """Principle questions whose first answer was their worst choice (a plain violation)."""
+    return tuple(c.id for c in result.cells if plainly_violated(c))
+
+
+def confirmed_violations(
+    pooled: Sequence[Cell], evidence: Mapping[str, Evidence]
+) -> tuple[str, ...]:
+    """Principle questions confirmed at their worst choice: each fails the artifact."""
+    found: list[str] = []
+    for cell in pooled:
+        if cell.question.kind != "principle" or cell.id not in evidence:
+            continue
+        worst = min(c.score for c in cell.question.choices if c.score is not None)
+        held = evidence[cell.id]
+        if held.status == "confirmed" and held.ceiling is not None and held.ceiling <= worst:
+            found.append(cell.id)
+    return tuple(found)
 
 
 def threshold_suspects(result: ArtifactResult) -> tuple[str, ...]:
@@ -99,13 +127,23 @@ def settle(
         notes.append(_unconfirmed_gate(evidence, gate_ids))
     # A refusal fails closed whatever the re-asks say (canon.core.scoring.REFUSAL_NOTE).
     reasons.extend(r for r in verdict.reasons if r.startswith(REFUSED_PREFIX))
+    violated = confirmed_violations(pooled, evidence)
+    reasons.extend(violation_reason(c) + " (confirmed)" for c in pooled if c.id in violated)
+    for qid in violation_suspects(result):
+        if qid not in violated:
+            found = evidence.get(qid)
+            asks = 1 if found is None else found.asks
+            notes.append(
+                f"principle {qid} read as plainly violated, but not beyond judge noise "
+                f"({asks} answer(s)); not counted as a failure"
+            )
     reasons.extend(r for r in verdict.reasons if "unscored" in r)
     bound = upper_bound(pooled, evidence)
     below = False
     if score is None:
         if not verdict.unscored and not verdict.refused:
             reasons.append("no question applied to this artifact")
-    elif not gated and score < result.threshold:
+    elif not gated and not violated and score < result.threshold:
         if bound is not None and bound < result.threshold:
             below = True
             reasons.append(
@@ -130,6 +168,7 @@ def settle(
         reasons=tuple(reasons),
         notes=tuple(notes),
         below_threshold=below,
+        violated=violated,
     )
 
 

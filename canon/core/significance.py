@@ -48,6 +48,9 @@ class DropTest:
     beyond_noise: bool
     detail: str  # how the verdict was reached, in words
     interval: tuple[float, float] | None = None  # 95 % interval for the drop
+    # False when even the most extreme outcome this test allows (every difference a drop)
+    # has a p-value above alpha: with so few artifacts no drop can be shown at all.
+    can_reject: bool = True
 
 
 def sign_flip_drop_test(
@@ -66,9 +69,9 @@ def sign_flip_drop_test(
             "none", 1, drop, None, None, False, "one matched artifact: too few to test for noise"
         )
     variance = statistics.variance(diffs)
-    if variance <= ZERO_VARIANCE:
-        detail = f"every score moved by exactly {-drop + 0.0:+.3f} (zero variance, n = {n})"
-        return _constant("sign-flip", n, drop, detail)
+    # No shortcut for equal moves: n equal drops are as extreme as n sign patterns allow, so
+    # their exact p-value is 2**-n, never 0. Zero spread is not proof with two artifacts.
+    floor = 2.0 ** -min(n, 1_074)  # the smallest p-value n pairs can give
     np = _numpy()
     rng = np.random.default_rng(_seed(diffs))
     moved = np.array([d for d in diffs if abs(d) > 1e-12])
@@ -98,15 +101,23 @@ def sign_flip_drop_test(
     else:  # the bootstrap's own limit, at a fraction of its cost
         half = 1.959964 * math.sqrt(variance / n)
         low, high = drop - half, drop + half
+    p_value = max(p_value, floor)  # Monte Carlo and the normal limit must not go below it
+    detail = f"paired sign-flip test over {n} artifacts scored in both runs ({how})"
+    if floor >= alpha:
+        detail += (
+            f"; with {n} artifacts the smallest p-value it can give is {floor:.3g}, not below "
+            f"{alpha:.3g}, so no drop can be shown: add artifacts"
+        )
     return DropTest(
         method="sign-flip",
         n=n,
         drop=drop,
         p_value=p_value,
-        minimum_detectable=_detectable(math.sqrt(variance), n, alpha),
-        beyond_noise=p_value < alpha,
-        detail=f"paired sign-flip test over {n} artifacts scored in both runs ({how})",
+        minimum_detectable=None if floor >= alpha else _detectable(math.sqrt(variance), n, alpha),
+        beyond_noise=floor < alpha and p_value < alpha,
+        detail=detail,
         interval=(low, high),
+        can_reject=floor < alpha,
     )
 
 
@@ -140,7 +151,10 @@ def welch_drop_test(
     se_squared = var_before / len(before) + var_after / len(after)
     if se_squared <= ZERO_VARIANCE:
         detail = f"each run's scores are all equal (zero variance); the mean moved {-drop:+.3f}"
-        return _constant("welch", n, drop, detail)
+        # The permutation bound: the two runs' labels can be shuffled C(n, k) ways, and the
+        # observed split is one of them, so no test of exchangeability gives less.
+        floor = 1.0 / math.comb(n, len(before))
+        return _constant("welch", n, drop, detail, floor, alpha)
     stats = _scipy_stats()
     result = stats.ttest_ind(before, after, equal_var=False, alternative="greater")
     # Welch-Satterthwaite degrees of freedom, the same ones scipy used for the p-value.
@@ -179,16 +193,20 @@ def _scipy_stats() -> Any:
     return stats
 
 
-def _constant(method: TestMethod, n: int, drop: float, detail: str) -> DropTest:
-    # Every score moved by exactly the same amount: there is no noise to hide behind, so
-    # any drop at all is real and the smallest detectable drop is zero.
+def _constant(
+    method: TestMethod, n: int, drop: float, detail: str, floor: float, alpha: float
+) -> DropTest:
+    # Every score in each run is the same: the most extreme split there is, whose p-value
+    # is the test's floor (never 0). Any drop is then detectable iff the floor is below alpha.
+    can_reject = floor < alpha
     return DropTest(
         method=method,
         n=n,
         drop=drop,
-        p_value=0.0 if drop > 0 else 1.0,
-        minimum_detectable=0.0,
-        beyond_noise=drop > 0,
-        detail=detail,
+        p_value=floor if drop > 0 else 1.0,
+        minimum_detectable=0.0 if can_reject else None,
+        beyond_noise=drop > 0 and can_reject,
+        detail=detail if can_reject else f"{detail}; too few scores to show a drop",
         interval=(drop, drop),
+        can_reject=can_reject,
     )

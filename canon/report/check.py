@@ -185,6 +185,11 @@ def _drift_lines(drift: Drift) -> list[str]:
                 else ""
             )
         )
+    elif not test.can_reject:
+        lines.append(
+            "  UNDERPOWERED: too few matched artifacts for this test to show any drop "
+            "(add artifacts)"
+        )
     return lines
 
 
