@@ -1,15 +1,21 @@
 """How often ``canon check`` fails an unchanged suite, and how often it catches a real change.
 
 A seeded noisy judge answers every question with its true label, except that with
-probability ``f`` (independently per call) it answers another valid choice instead. In
-"deterministic" mode it behaves like a model at temperature 0: the same prompt always gets
-the same answer, so only a changed wording (or a re-ask variant, sampled afresh) draws anew.
+probability ``f`` (independently per call) it answers another choice instead: any other
+valid choice ("any" noise), or a neighbouring one by score ("adjacent" noise: yes <->
+partly <-> no; the gate's two answers swap). In "deterministic" mode it behaves like a
+model at temperature 0: the same prompt always gets the same answer, so only a changed
+wording (or a re-ask variant, sampled afresh) draws anew.
 
-Each trial runs the library functions the CLI uses (score and confirm, record the baseline
-through its JSON form, then check) with default settings (samples 1, threshold 0.85,
-tolerance 0.02, alpha 0.05). Rates are printed with 95 % Wilson intervals.
+Each trial runs the library functions the CLI uses (``canon accept``: score with a second
+look at every answer and confirm, record the baseline through its JSON form; ``canon
+check``: score, second-look the gate of changed artifacts, confirm, compare) with default
+settings (samples 1, threshold 0.85, tolerance 0.02, alpha 0.05). "Reworded" means the
+agent's texts change between accept and check (a new agent run), so digests differ and
+nothing is exempt as an identical text. Rates are printed with 95 % Wilson intervals.
 
     .venv/bin/python benchmarks/bench_check_statistics.py [--trials 200] [--flip 0.05]
+        [--only small|failing|power|classic]
 """
 
 from __future__ import annotations
@@ -28,6 +34,7 @@ from canon.core.artifact import Artifact
 from canon.core.baseline import baseline_from_data, baseline_to_data
 from canon.core.constitution import Constitution, Principle
 from canon.core.evidence import DecisionRule
+from canon.core.rubric import Question
 from canon.core.scoring import Answer
 from canon.core.stats import wilson_ci
 from canon.judge.base import JudgeRequest
@@ -65,6 +72,7 @@ class NoisyJudge:
     flip: float
     seed: int
     deterministic: bool = False
+    adjacent: bool = False
     calls: int = 0
     rng: random.Random = field(init=False)
 
@@ -90,8 +98,20 @@ class NoisyJudge:
             draw = self.rng
         label = true
         if draw.random() < self.flip:
-            label = draw.choice([c.label for c in question.choices if c.label != true])
+            label = draw.choice(self._others(question, true))
         return Answer({label: 1.0})
+
+    def _others(self, question: Question, true: str) -> list[str]:
+        if not self.adjacent:
+            return [c.label for c in question.choices if c.label != true]
+        scored = sorted(
+            (c for c in question.choices if c.score is not None), key=lambda c: c.score or 0.0
+        )
+        labels = [c.label for c in scored]
+        if true not in labels:
+            return [c.label for c in question.choices if c.label != true]
+        at = labels.index(true)
+        return [labels[i] for i in (at - 1, at + 1) if 0 <= i < len(labels)]
 
 
 def suite(size: int, wording: int) -> list[Artifact]:
@@ -117,17 +137,18 @@ def run_trial(
     *,
     deterministic: bool = False,
     reword: bool = False,
+    adjacent: bool = False,
 ) -> Trial:
     rule = DecisionRule()
-    accept_judge = NoisyJudge(before, flip, seed, deterministic)
+    accept_judge = NoisyJudge(before, flip, seed, deterministic, adjacent)
     plan = ScoringPlan(CONSTITUTION, RUBRIC, accept_judge, 0.85)
-    accepted = asyncio.run(score_run(plan, suite(size, 0), rule))
+    accepted = asyncio.run(score_run(plan, suite(size, 0), rule, record=True))
     baseline = baseline_from_data(
         baseline_to_data(baseline_from_run(plan, accepted)), source="bench"
     )
-    check_judge = NoisyJudge(after, flip, seed + 1_000_003, deterministic)
+    check_judge = NoisyJudge(after, flip, seed + 1_000_003, deterministic, adjacent)
     if deterministic and not reword:
-        check_judge = NoisyJudge(after, flip, seed, deterministic)
+        check_judge = NoisyJudge(after, flip, seed, deterministic, adjacent)
     plan = ScoringPlan(CONSTITUTION, RUBRIC, check_judge, 0.85)
     outcome = asyncio.run(check_run(plan, suite(size, 1 if reword else 0), baseline, rule=rule))
     c = outcome.comparison
@@ -156,6 +177,23 @@ def changed(keys: set[str], label: Mapping[str, str]) -> Truth:
     return truth
 
 
+def failing(share: float, size: int = 30) -> Truth:
+    """``share`` of the artifacts fail in truth: P3 plainly violated, and every other
+    failing artifact contradicts the constitution as well (the gate trips too)."""
+    count = round(share * size)
+    keys = {f"a{i:03d}": i for i in range(count)}
+
+    def truth(artifact: str, question: str) -> str:
+        if artifact in keys:
+            if question == "P3":
+                return "no"
+            if question == "G" and keys[artifact] % 2 == 0:
+                return "yes"
+        return clean(artifact, question)
+
+    return truth
+
+
 def drifted(artifact: str, question: str) -> str:
     """A 0.1 drop on average: two cells go to 'partly', a third in one artifact of five."""
     index = int(artifact[1:])
@@ -168,27 +206,97 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=200)
     parser.add_argument("--flip", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=20261201)
+    parser.add_argument("--only", choices=("small", "failing", "power", "classic"))
     args = parser.parse_args()
-    n, f = args.trials, args.flip
-    print(f"flip rate f = {f}, {n} trials per row, default settings, 95% Wilson intervals")
-    print(f"{'scenario':58} {'fails / caught':>27}  {'confirm calls / accept calls':>28}")
+    n, f, seed = args.trials, args.flip, args.seed
+    print(f"{n} trials per row, default settings, 95% Wilson intervals")
+    print(f"{'scenario':66} {'fails / caught':>27}  {'check/accept':>12}  {'check/pass':>10}")
 
     def report(label: str, trials: list[Trial], hit: Callable[[Trial], bool]) -> None:
         hits = sum(hit(t) for t in trials)
-        reasks = sum(t.check_calls - t.check_first_pass for t in trials)
+        check = sum(t.check_calls for t in trials)
         accept = sum(t.accept_calls for t in trials)
-        print(f"{label:58} {rate(hits, len(trials)):>27}  {reasks / accept:>27.3f}x")
+        one_pass = sum(t.check_first_pass for t in trials)
+        print(
+            f"{label:66} {rate(hits, len(trials)):>27}  {check / accept:>11.3f}x"
+            f"  {check / one_pass:>9.3f}x",
+            flush=True,
+        )
 
     started = time.monotonic()
+    if args.only in (None, "small"):  # 6.3: small suites never fail on noise
+        for noise in (0.05, 0.15):
+            for adjacent in (True, False):
+                kind = "adjacent" if adjacent else "any"
+                for size in (1, 2, 5, 10):
+                    trials = [
+                        run_trial(
+                            size, noise, seed + i, clean, clean, reword=True, adjacent=adjacent
+                        )
+                        for i in range(n)
+                    ]
+                    report(
+                        f"A/A reworded, {size:2} artifacts, f={noise} {kind} (false alarms)",
+                        trials,
+                        lambda t: t.failed,
+                    )
+    if args.only in (None, "failing"):  # 8: suites that hold real failures
+        for share in (0.0, 0.1, 0.3):
+            for reword in (False, True):
+                trials = [
+                    run_trial(30, f, seed + i, failing(share), failing(share), reword=reword)
+                    for i in range(n)
+                ]
+                how = "reworded" if reword else "unchanged"
+                report(
+                    f"A/A {how}, 30 artifacts, {share:.0%} failing in truth, f={f} (false alarms)",
+                    trials,
+                    lambda t: t.failed,
+                )
+    if args.only in (None, "power"):  # 5: one new contradiction among 30
+        one = {"a007"}
+        for noise in (0.05, 0.15):
+            for adjacent in (False, True):
+                kind = "adjacent" if adjacent else "any"
+                trials = [
+                    run_trial(
+                        30,
+                        noise,
+                        seed + i,
+                        clean,
+                        changed(one, {"G": "yes"}),
+                        reword=True,
+                        adjacent=adjacent,
+                    )
+                    for i in range(n)
+                ]
+                report(
+                    f"1 of 30 newly contradicts (gate only), f={noise} {kind}: caught, named",
+                    trials,
+                    lambda t: t.named == one,
+                )
+            trials = [run_trial(30, noise, seed + i, clean, clean, reword=True) for i in range(n)]
+            report(
+                f"A/A reworded, 30 artifacts, f={noise} any (false alarms)",
+                trials,
+                lambda t: t.failed,
+            )
+    if args.only in (None, "classic"):
+        classic(n, f, seed)
+    print(f"elapsed {time.monotonic() - started:.0f} s")
+
+
+def classic(n: int, f: float, seed: int) -> None:
+    """The rows measured since issue 12: A/A at three sizes, planted regressions, drift."""
     for size in (10, 30, 100):
-        trials = [run_trial(size, f, args.seed + i, clean, clean) for i in range(n)]
-        report(f"A/A unchanged, {size} artifacts (false alarms)", trials, lambda t: t.failed)
+        trials = [run_trial(size, f, seed + i, clean, clean, reword=True) for i in range(n)]
+        _line(f"A/A reworded, {size} artifacts (false alarms)", trials, lambda t: t.failed)
     for size in (10, 30, 100):
         trials = [
-            run_trial(size, f, args.seed + i, clean, clean, deterministic=True, reword=True)
+            run_trial(size, f, seed + i, clean, clean, deterministic=True, reword=True)
             for i in range(n)
         ]
-        report(
+        _line(
             f"A/A reworded, temperature-0 judge, {size} artifacts (false alarms)",
             trials,
             lambda t: t.failed,
@@ -199,24 +307,33 @@ def main() -> None:
         ("P3 violated in 5 of 30, gate trips too", {"P3": "no", "G": "yes"}),
     ):
         trials = [
-            run_trial(30, f, args.seed + i, clean, changed(violated, change)) for i in range(n)
+            run_trial(30, f, seed + i, clean, changed(violated, change), reword=True)
+            for i in range(n)
         ]
-        report(
+        _line(
             f"{label}: caught, naming only those",
             trials,
             lambda t: t.failed and bool(t.named) and t.named <= violated,
         )
-        report(f"{label}: all 5 named", trials, lambda t: t.named == violated)
-    one = {"a007"}
-    trials = [run_trial(30, f, args.seed + i, clean, changed(one, {"G": "yes"})) for i in range(n)]
-    report("1 of 30 newly contradicts (gate only): caught, named", trials, lambda t: t.named == one)
-    trials = [run_trial(30, f, args.seed + i, clean, drifted) for i in range(n)]
-    report(
+        _line(f"{label}: all 5 named", trials, lambda t: t.named == violated)
+    trials = [run_trial(30, f, seed + i, clean, drifted, reword=True) for i in range(n)]
+    _line(
         "0.1 mean drop over all 30, all above threshold: caught",
         trials,
         lambda t: t.drift and not t.named,
     )
-    print(f"elapsed {time.monotonic() - started:.0f} s")
+
+
+def _line(label: str, trials: list[Trial], hit: Callable[[Trial], bool]) -> None:
+    hits = sum(hit(t) for t in trials)
+    check = sum(t.check_calls for t in trials)
+    accept = sum(t.accept_calls for t in trials)
+    one_pass = sum(t.check_first_pass for t in trials)
+    print(
+        f"{label:66} {rate(hits, len(trials)):>27}  {check / accept:>11.3f}x"
+        f"  {check / one_pass:>9.3f}x",
+        flush=True,
+    )
 
 
 if __name__ == "__main__":

@@ -104,7 +104,7 @@ def test_a_legacy_format_1_baseline_still_loads():
 @pytest.mark.parametrize(
     ("mutate", "fragment"),
     [
-        (lambda d: d.update(format=4), "unknown baseline format 4"),
+        (lambda d: d.update(format=5), "unknown baseline format 5"),
         (lambda d: d.update(format=True), "unknown baseline format True"),
         (lambda d: d.pop("judge"), "missing key(s) 'judge'"),
         (lambda d: d.update(extra=1), "unknown key(s) 'extra'"),

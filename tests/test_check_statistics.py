@@ -12,6 +12,8 @@ import asyncio
 import random
 from dataclasses import dataclass, field
 
+import pytest
+
 from canon.check.pipeline import baseline_from_run, check_run, score_run
 from canon.check.runner import ScoringPlan
 from canon.core.artifact import Artifact
@@ -35,6 +37,7 @@ class FlippingJudge:
     flip: float
     rng: random.Random
     calls: int = field(default=0)
+    contradicts: frozenset[str] = frozenset()  # artifact ids whose gate truly trips
 
     @property
     def name(self) -> str:
@@ -46,24 +49,38 @@ class FlippingJudge:
         true = "no" if q.id == "G" else "yes"
         if q.id == "P3" and request.artifact.id in self.violated:
             true = "no"
+        if q.id == "G" and request.artifact.id in self.contradicts:
+            true = "yes"
         label = true
         if self.rng.random() < self.flip:
             label = self.rng.choice([c.label for c in q.choices if c.label != true])
         return Answer({label: 1.0})
 
 
-def _trial(seed: int, violated: frozenset[str], size: int = 30) -> tuple[bool, set[str], float]:
+def _trial(
+    seed: int,
+    violated: frozenset[str],
+    size: int = 30,
+    *,
+    failing: frozenset[str] = frozenset(),
+    contradicts: frozenset[str] = frozenset(),
+    flip: float = 0.05,
+    reword: bool = True,
+) -> tuple[bool, set[str], float]:
+    """Accept (two looks per answer) and check as the CLI does; texts reworded between."""
     rng = random.Random(seed)
     artifacts = [Artifact(f"Reply {i}.", id=f"a{i}") for i in range(size)]
-    accept_judge = FlippingJudge(frozenset(), 0.05, rng)
+    accept_judge = FlippingJudge(failing, flip, rng, contradicts=contradicts & failing)
     plan = ScoringPlan(CONSTITUTION, RUBRIC, accept_judge, 0.85)
-    baseline = baseline_from_run(plan, asyncio.run(score_run(plan, artifacts)))
-    check_judge = FlippingJudge(violated, 0.05, rng)
+    baseline = baseline_from_run(plan, asyncio.run(score_run(plan, artifacts, record=True)))
+    check_judge = FlippingJudge(failing | violated, flip, rng, contradicts=contradicts)
     plan = ScoringPlan(CONSTITUTION, RUBRIC, check_judge, 0.85)
+    if reword:
+        artifacts = [Artifact(f"Reply {i}, said anew.", id=f"a{i}") for i in range(size)]
     outcome = asyncio.run(check_run(plan, artifacts, baseline))
     c = outcome.comparison
     named = {n.key for n in c.failures} | {f.key for f in c.regressions}
-    overhead = (check_judge.calls - size * 11) / accept_judge.calls
+    overhead = (check_judge.calls - size * 11) / (size * 11)
     return c.failed, named, overhead
 
 
@@ -71,7 +88,7 @@ def test_an_unchanged_suite_rarely_fails_and_confirmation_is_cheap():
     trials = [_trial(1000 + i, frozenset()) for i in range(40)]
     false_alarms = sum(failed for failed, _, _ in trials)
     assert false_alarms <= 3  # the rule allows 5 %; with this seed none is expected
-    assert max(overhead for _, _, overhead in trials) < 0.5
+    assert max(overhead for _, _, overhead in trials) < 0.5  # over one pass of the suite
 
 
 def test_a_principle_violated_in_five_artifacts_is_caught_naming_only_those():
@@ -79,3 +96,29 @@ def test_a_principle_violated_in_five_artifacts_is_caught_naming_only_those():
     trials = [_trial(2000 + i, violated) for i in range(40)]
     caught = sum(failed and bool(named) and named <= violated for failed, named, _ in trials)
     assert caught >= 36
+
+
+@pytest.mark.parametrize("size", [1, 2, 5, 10])
+def test_a_small_suite_does_not_fail_on_noise(size):
+    # 6.3: equal score moves on two artifacts once read as p = 0 (10 of 70 checks failed)
+    trials = [_trial(3000 + size * 100 + i, frozenset(), size, flip=0.15) for i in range(30)]
+    assert sum(failed for failed, _, _ in trials) <= 2  # 5 % allowed; none seen with this seed
+
+
+@pytest.mark.parametrize("reword", [False, True])
+def test_a_suite_holding_real_failures_does_not_fail_unchanged(reword):
+    # 8: 30 % of the artifacts fail in truth (P3 "no", half of them contradicting too)
+    failing = frozenset(f"a{i}" for i in range(9))
+    contradicts = frozenset(f"a{i}" for i in range(0, 9, 2))
+    trials = [
+        _trial(4000 + i, frozenset(), failing=failing, contradicts=contradicts, reword=reword)
+        for i in range(20)
+    ]
+    assert sum(failed for failed, _, _ in trials) <= 2  # 5 % allowed; none seen with this seed
+
+
+def test_one_new_contradiction_among_thirty_is_caught():
+    # 5: the gate of a changed artifact gets a second look, so one passing answer is not all
+    trials = [_trial(5000 + i, frozenset(), contradicts=frozenset({"a7"})) for i in range(20)]
+    caught = sum(named == {"a7"} for _, named, _ in trials)
+    assert caught >= 18  # the benchmark measures >= 97 %; none missed with this seed

@@ -7,6 +7,7 @@ import math
 import pytest
 from scipy import stats
 
+from canon.core.artifact import text_digest
 from canon.core.baseline import (
     LEGACY_FORMAT,
     ArtifactRecord,
@@ -67,9 +68,15 @@ def _settle(result: ArtifactResult, evidence: dict[tuple[str, str], Evidence]) -
     return settle(result, result.cells, {q: e for (k, q), e in evidence.items() if k == result.key})
 
 
-def _recorded(results: list[ArtifactResult]) -> Baseline:
+def _recorded(results: list[ArtifactResult], asks: int = 2) -> Baseline:
+    """A baseline as accept records it: every cell asked twice unless told otherwise."""
     return baseline_from_results(
-        results, rubric=RUBRIC, judge="mock", constitution=CONSTITUTION.digest, threshold=0.5
+        results,
+        rubric=RUBRIC,
+        judge="mock",
+        constitution=CONSTITUTION.digest,
+        threshold=0.5,
+        asks={(r.key, c.id): asks for r in results for c in r.cells},
     )
 
 
@@ -436,3 +443,53 @@ def test_provenance_notes_mention_a_changed_judge_and_constitution():
     )
     assert any("'other'" in n for n in notes)
     assert any("constitution changed" in n for n in notes)
+
+
+def test_a_flip_from_a_single_ask_baseline_answer_is_not_a_regression():
+    settled = gate([_result("a", P2="no")], _recorded([_result("a")], asks=1), 0.5)
+    (flip,) = settled.flips
+    assert flip.status == "unsettled" and not flip.regression
+    assert any("rests on a single ask" in n for n in settled.notes)
+
+
+def _with_text(result: ArtifactResult, text: str) -> ArtifactResult:
+    return dataclasses.replace(result, digest=text_digest(text))
+
+
+def test_an_identical_text_cannot_regress_on_the_judge_say_so_alone():
+    baseline = _recorded([_with_text(_result("a"), "same reply")])
+    now = _with_text(_result("a", P2="no", G="yes"), "same reply")
+    comparison = gate([now], baseline, 0.5)
+    assert [f.status for f in comparison.flips] == ["unchanged", "unchanged"]
+    assert not comparison.failed and comparison.status == "conforms"
+    (disagreement,) = comparison.judge_disagreements
+    assert disagreement.key == "a" and disagreement.unchanged
+    assert any("judge disagreement on an unchanged text" in n for n in comparison.notes)
+    assert gate([now], baseline, 0.5, strict=True).failed  # --strict fails on every non-canon
+
+
+def test_a_changed_text_still_regresses_and_an_unknown_text_counts_as_changed():
+    baseline = _recorded([_with_text(_result("a"), "old reply")])
+    changed = gate([_with_text(_result("a", P2="no"), "new reply")], baseline, 0.5)
+    assert changed.failed and changed.flips[0].status == "pending"
+    unknown = dataclasses.replace(
+        baseline,
+        artifacts={k: dataclasses.replace(r, digest=None) for k, r in baseline.artifacts.items()},
+    )
+    assert gate([_with_text(_result("a", P2="no"), "old reply")], unknown, 0.5).failed
+
+
+def test_a_policy_stop_on_an_identical_text_still_fails():
+    baseline = _recorded([_with_text(_result("a"), "same reply")])
+    stop = GateOutcome("policy", "fail", ("refund above the limit",))
+    stopped = _with_text(stopped_verdict("a", 0.5, (stop,)), "same reply")
+    comparison = gate([stopped], baseline, 0.5)
+    assert comparison.failed and comparison.failures[0].key == "a"
+
+
+def test_identical_texts_are_left_out_of_the_mean_drift_test():
+    records = [_with_text(_result(f"k{i}"), f"reply {i}") for i in range(12)]
+    now = [_with_text(_result(f"k{i}", mission="no"), f"reply {i}") for i in range(12)]
+    drift = gate(now, _recorded(records), 0.0).drift
+    assert drift.test.method == "none" and not drift.regressed
+    assert "identical" in drift.test.detail

@@ -1,8 +1,12 @@
 """Confirmation: re-ask the judge about the cells a failing decision hangs on, and no others.
 
-After the first pass, each artifact's would-be failures are found (a tripped NSCP gate, a
-flip from a solidly satisfied baseline answer, a score below the threshold) and the cells
-behind them are re-asked one variant at a time until their evidence decides
+After the first pass, some cells get a planned second look (variant 1): every cell when
+the run is recorded as a baseline, so a baseline answer is never one draw; the gate
+question of every new or changed artifact when the run is checked, so a contradiction whose
+first answer passed still has a chance to show. Then each artifact's would-be failures are
+found (a tripped or materially suspected NSCP gate, a principle at its worst choice, a flip
+from a solidly satisfied baseline answer, a score below the threshold) and the cells behind
+them are re-asked one variant at a time until their evidence decides
 (``canon.core.evidence``). Verdicts are then settled on pooled answers, failing only on
 confirmed evidence (``canon.core.settle``). Re-asks are independent looks: each is a new
 variant of the prompt, sampled afresh, with its own cache key.
@@ -18,8 +22,15 @@ from dataclasses import dataclass
 from canon.check.runner import DEFAULT_CONCURRENCY, ScoringPlan
 from canon.core.artifact import Artifact
 from canon.core.baseline import ArtifactRecord, Baseline, recorded_question
-from canon.core.evidence import DecisionRule, Evidence, add_answer, failed_reask, open_evidence
-from canon.core.scoring import Answer, ArtifactResult, Cell, score_cell, unscored_cell
+from canon.core.evidence import DecisionRule, Evidence, add_answer, failed_reask, open_evidence_from
+from canon.core.scoring import (
+    Answer,
+    ArtifactResult,
+    Cell,
+    judge_verdict,
+    score_cell,
+    unscored_cell,
+)
 from canon.core.settle import (
     gate_suspects,
     settle,
@@ -28,6 +39,7 @@ from canon.core.settle import (
     upper_bound,
     violated,
     violation_suspects,
+    worst_labels,
 )
 from canon.core.usage import Usage, total
 from canon.errors import JudgeError, JudgeScriptError
@@ -44,8 +56,9 @@ class Confirmation:
     results: tuple[ArtifactResult, ...]
     evidence: Mapping[CellKey, Evidence]
     cells: int  # cells in the run, over which the false-alarm budget was split
-    reasks: int  # judge calls spent on confirmation
+    reasks: int  # judge calls after the first pass: second looks and confirmation re-asks
     disagreements: int  # re-asks whose answer differed from the cell's majority answer
+    asks: Mapping[CellKey, int] = dataclasses.field(default_factory=dict)  # answers per cell
 
     @property
     def disagreement_rate(self) -> float | None:
@@ -82,11 +95,14 @@ async def confirm(
     concurrency: int = DEFAULT_CONCURRENCY,
     budget_cells: int | None = None,
     limiter: AdaptiveLimiter | None = None,
+    record: bool = False,
 ) -> Confirmation:
     """Confirm or clear every would-be failure of a scored run.
 
     The run's false-alarm budget is split over its cells, or over ``budget_cells`` when
     the run is one part of a larger whole (a pytest session checking one artifact a test).
+    ``record`` gives every cell a second look (a run about to become a baseline); with a
+    ``baseline``, the gate question of each new or changed artifact gets one.
     """
     cells = max(budget_cells or 0, sum(len(r.cells) for r in results))
     # The scoring run's limiter, when given: what it learned of the judge's capacity (and a
@@ -97,7 +113,7 @@ async def confirm(
     settled = await asyncio.gather(
         *(
             _ArtifactConfirmation(plan, by_key[r.key], r, rule, cells, limiter).run(
-                records.get(r.key)
+                records.get(r.key), second_looks(r, records.get(r.key), record, baseline)
             )
             if r.key in by_key and r.stopped_by is None and r.cells
             else _unchanged(r)
@@ -105,9 +121,11 @@ async def confirm(
         )
     )
     evidence: dict[CellKey, Evidence] = {}
+    asks: dict[CellKey, int] = {}
     reasks = disagreements = 0
     for outcome in settled:
         evidence.update(outcome.evidence)
+        asks.update(outcome.asks)
         reasks += outcome.reasks
         disagreements += outcome.disagreements
     return Confirmation(
@@ -116,7 +134,28 @@ async def confirm(
         cells=cells,
         reasks=reasks,
         disagreements=disagreements,
+        asks=asks,
     )
+
+
+def second_looks(
+    result: ArtifactResult,
+    record: ArtifactRecord | None,
+    recording: bool,
+    baseline: Baseline | None,
+) -> frozenset[str]:
+    """The cells asked a second time before any decision (see the module docstring).
+
+    A check spends them where a regression can come from: an artifact whose text is new or
+    changed (an identical text cannot regress on the judge's say-so, canon.core.compare).
+    """
+    if recording:
+        return frozenset(c.id for c in result.cells if c.state != "unscored")
+    if baseline is None:
+        return frozenset()
+    if record is not None and record.digest is not None and record.digest == result.digest:
+        return frozenset()
+    return frozenset(c.id for c in result.cells if c.question.kind == "gate")
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,10 +164,11 @@ class _Settled:
     evidence: Mapping[CellKey, Evidence]
     reasks: int
     disagreements: int
+    asks: Mapping[CellKey, int]
 
 
 async def _unchanged(result: ArtifactResult) -> _Settled:
-    return _Settled(result, {}, 0, 0)
+    return _Settled(result, {}, 0, 0, {})
 
 
 class _ArtifactConfirmation:
@@ -156,23 +196,53 @@ class _ArtifactConfirmation:
         self.failed: dict[str, str] = {}
         self.spent: list[Usage] = []  # what the re-asks cost, failed ones included
 
-    async def run(self, record: ArtifactRecord | None) -> _Settled:
-        """Test the gate and flips, then the threshold, and settle the verdict."""
-        decisive = [*gate_suspects(self.result), *violation_suspects(self.result)]
+    async def run(
+        self, record: ArtifactRecord | None, second: frozenset[str] = frozenset()
+    ) -> _Settled:
+        """Take the planned second looks, test the gate, violations and flips, then the
+        threshold, and settle the verdict."""
+        if second:
+            await asyncio.gather(*(self._look(q) for q in sorted(second)))
+            # Suspects are found on the pooled looks, as the baseline records them.
+            looked = self.result
+            self.result = dataclasses.replace(
+                judge_verdict(looked.key, self._pooled(), looked.threshold, looked.gates),
+                digest=looked.digest,
+            )
+        violations = violation_suspects(self.result)
+        decisive = [*gate_suspects(self.result), *violations]
         first = [*decisive, *flip_suspects(self.result, record)]
-        await asyncio.gather(*(self._test(q) for q in dict.fromkeys(first)))
+        await asyncio.gather(
+            *(
+                self._test(q, worst_labels(self.result.cell(q)) if q in violations else None)
+                for q in dict.fromkeys(first)
+            )
+        )
         if not any(self.evidence[q].status == "confirmed" for q in decisive):
             await self._test_threshold()
         pooled = self._pooled()
         settled = settle(self.result, pooled, self.evidence)
         if self.spent:
             settled = dataclasses.replace(settled, reask_usage=total(self.spent))
-        reasks = sum(len(a) - 1 for q, a in self.answers.items() if q in self.evidence)
-        disagreements = sum(self._disagreements(q) for q in self.evidence)
+        reasks = sum(len(a) - 1 for a in self.answers.values())
+        disagreements = sum(self._disagreements(q) for q in self.answers)
         key = self.result.key
         return _Settled(
-            settled, {(key, q): e for q, e in self.evidence.items()}, reasks, disagreements
+            settled,
+            {(key, q): e for q, e in self.evidence.items()},
+            reasks,
+            disagreements,
+            {(key, q): len(a) for q, a in self.answers.items()},
         )
+
+    async def _look(self, qid: str) -> None:
+        # A planned second answer; a failed one leaves the cell with its first answer only.
+        cell = self.result.cell(qid)
+        if qid not in self.answers:
+            return
+        answer = await self._ask(cell, variant=len(self.answers[qid]))
+        if not isinstance(answer, str):
+            self.answers[qid].append(dict(answer.distribution))
 
     async def _test_threshold(self) -> None:
         # Test the cells holding the score down, most harmful first, until the bound on the
@@ -196,9 +266,11 @@ class _ArtifactConfirmation:
                 return
             await self._test(qid)
 
-    async def _test(self, qid: str) -> None:
+    async def _test(self, qid: str, labels: frozenset[str] | None = None) -> None:
         cell = self.result.cell(qid)
-        evidence = open_evidence(cell.question, dict(cell.distribution), self.rule, self.cells)
+        evidence = open_evidence_from(
+            cell.question, self.answers[qid], self.rule, self.cells, labels
+        )
         while evidence.status == "open" and evidence.reasks < self.rule.max_reasks:
             answer = await self._ask(cell, variant=evidence.asks)
             if isinstance(answer, str):

@@ -42,8 +42,12 @@ async def score_run(
     concurrency: int = DEFAULT_CONCURRENCY,
     on_result: ProgressCallback | None = None,
     budget_cells: int | None = None,
+    record: bool = False,
 ) -> Confirmation:
-    """Score artifacts, then re-ask what a failing verdict (or a flip) hangs on."""
+    """Score artifacts, then re-ask what a failing verdict (or a flip) hangs on.
+
+    ``record``: the run becomes a baseline, so every answer gets a second look first.
+    """
     limiter = AdaptiveLimiter(concurrency)  # one per run: the re-asks share what it learned
     first = await score_artifacts(
         plan, artifacts, concurrency=concurrency, on_result=on_result, limiter=limiter
@@ -57,6 +61,7 @@ async def score_run(
         concurrency=concurrency,
         budget_cells=budget_cells,
         limiter=limiter,
+        record=record,
     )
 
 
@@ -68,7 +73,7 @@ def baseline_from_run(plan: ScoringPlan, confirmation: Confirmation) -> Baseline
         judge=plan.judge.name,
         constitution=plan.constitution.digest,
         threshold=plan.threshold,
-        asks={key: e.asks for key, e in confirmation.evidence.items()},
+        asks=confirmation.asks,
     )
 
 

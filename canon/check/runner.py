@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar
 
-from canon.core.artifact import Artifact
+from canon.core.artifact import Artifact, text_digest
 from canon.core.constitution import Constitution
 from canon.core.gate_outcome import GateOutcome
 from canon.core.rubric import Question, Rubric
@@ -54,13 +54,14 @@ async def score_artifact(
 ) -> ArtifactResult:
     """Score one artifact: gates first, and the judge only if no gate stopped it."""
     outcomes = tuple(gate(artifact) for gate in plan.gates)
+    digest = text_digest(artifact.text)
     if any(outcome.stops for outcome in outcomes):
-        return stopped_verdict(artifact.key, plan.threshold, outcomes)
+        return replace(stopped_verdict(artifact.key, plan.threshold, outcomes), digest=digest)
     limiter = limiter or AdaptiveLimiter(DEFAULT_CONCURRENCY)
     questions = plan.questions
     shares = prefix_shares(questions)
     cells = await _all([_ask(plan, artifact, q, limiter, shares[q.id]) for q in questions])
-    return judge_verdict(artifact.key, cells, plan.threshold, outcomes)
+    return replace(judge_verdict(artifact.key, cells, plan.threshold, outcomes), digest=digest)
 
 
 async def _ask(

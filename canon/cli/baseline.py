@@ -77,7 +77,7 @@ def accept(
         show_estimate(config, plan, artifacts, batch=batch or config.batch)
     plan = prepare_spending(config, plan, artifacts, batch=batch, quiet=quiet)
     started = time.monotonic()
-    confirmation = score_with_progress(config, plan, artifacts, quiet)
+    confirmation = score_with_progress(config, plan, artifacts, quiet, record=True)
     results = confirmation.results
     elapsed = time.monotonic() - started
     # Written before the judge check below: a CI run needs the report most when it fails.

@@ -238,8 +238,13 @@ def score_with_progress(
     artifacts: Sequence[Artifact],
     quiet: bool,
     baseline: Baseline | None = None,
+    *,
+    record: bool = False,
 ) -> Confirmation:
-    """Score and confirm the artifacts, with progress lines on stderr unless quiet."""
+    """Score and confirm the artifacts, with progress lines on stderr unless quiet.
+
+    ``record``: the run becomes a baseline (``canon accept``), so every answer is asked twice.
+    """
 
     def progress(done: int, total: int, result: ArtifactResult) -> None:
         if not quiet:
@@ -256,6 +261,7 @@ def score_with_progress(
             baseline=baseline,
             concurrency=config.concurrency,
             on_result=progress,
+            record=record,
         )
     )
     judge = plan.judge

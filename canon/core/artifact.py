@@ -9,6 +9,7 @@ from typing import Any
 from canon.errors import InputError
 
 KEY_LENGTH = 12
+DIGEST_LENGTH = 16  # 64 bits: two different texts of one suite never share a digest
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,6 +30,11 @@ class Artifact:
 def text_key(text: str) -> str:
     """A short, stable digest of an artifact's text."""
     return hashlib.sha256(text.encode("utf-8")).hexdigest()[:KEY_LENGTH]
+
+
+def text_digest(text: str) -> str:
+    """The digest a baseline records of an artifact's text, to tell an unchanged text."""
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()[:DIGEST_LENGTH]
 
 
 def as_artifact(value: object) -> Artifact:

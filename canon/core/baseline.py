@@ -11,15 +11,18 @@ from canon.core.rubric import Question, Rubric
 from canon.core.scoring import ArtifactResult, CellState
 from canon.errors import BaselineError
 
-BASELINE_FORMAT = 3
+BASELINE_FORMAT = 4
 LEGACY_FORMAT = 1  # overall score and gate per artifact only; no per-question rows
-# Format 2 has per-question rows without the answer distribution or the number of asks.
-READABLE_FORMATS = (1, 2, 3)
+# Format 2 has per-question rows without the answer distribution or the number of asks;
+# format 3 has no text digest (its texts are "unknown": never treated as unchanged).
+READABLE_FORMATS = (1, 2, 3, 4)
+SETTLED_FORMAT = 4  # from here accept asks every question twice before recording it
 
 _STATES: frozenset[str] = frozenset({"answered", "na", "unscored", "refused"})
 _STOPPERS: frozenset[str] = frozenset({"policy", "contract"})
 _TOP_KEYS = frozenset({"format", "rubric", "judge", "constitution", "threshold", "artifacts"})
 _RECORD_KEYS = frozenset({"score", "gated", "canon", "stopped_by", "questions"})
+_RECORD_KEYS_4 = _RECORD_KEYS | {"digest"}
 _LEGACY_RECORD_KEYS = frozenset({"score", "gated"})
 _QUESTION_KEYS = frozenset({"score", "confidence", "state", "subject"})
 _QUESTION_KEYS_3 = _QUESTION_KEYS | {"distribution", "asks", "principle"}
@@ -51,6 +54,7 @@ class ArtifactRecord:
     canon: bool | None = None  # None in the legacy format, which did not record it
     stopped_by: str | None = None  # "policy" or "contract" when a gate stopped it
     questions: Mapping[str, QuestionRecord] | None = None  # None in the legacy format
+    digest: str | None = None  # the text's digest (format 4); None: the text is unknown
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +109,7 @@ def baseline_from_results(
             canon=result.canon,
             stopped_by=result.stopped_by,
             questions=questions,
+            digest=result.digest,
         )
     return Baseline(
         format=BASELINE_FORMAT,
@@ -140,6 +145,8 @@ def _record_data(record: ArtifactRecord) -> dict[str, Any]:
     data["canon"] = record.canon
     data["stopped_by"] = record.stopped_by
     data["questions"] = {qid: _question_data(q) for qid, q in record.questions.items()}
+    if record.digest is not None:
+        data["digest"] = record.digest
     return data
 
 
@@ -161,7 +168,7 @@ def _question_data(question: QuestionRecord) -> dict[str, Any]:
 
 
 def baseline_from_data(data: object, *, source: str) -> Baseline:
-    """Validate parsed baseline JSON (format 1 or 2); BaselineError names what is wrong."""
+    """Validate parsed baseline JSON (formats 1 to 4); BaselineError names what is wrong."""
     if not isinstance(data, Mapping):
         raise BaselineError(f"{source}: a baseline is a JSON object, got {_kind(data)}")
     version = data.get("format")
@@ -218,7 +225,8 @@ def _legacy_record(raw: object, where: str) -> ArtifactRecord:
 
 
 def _record(raw: object, where: str, version: int) -> ArtifactRecord:
-    fields = _fields(raw, where, _RECORD_KEYS, _RECORD_KEYS)
+    allowed = _RECORD_KEYS_4 if version >= SETTLED_FORMAT else _RECORD_KEYS
+    fields = _fields(raw, where, allowed, _RECORD_KEYS)
     stopped_by = fields["stopped_by"]
     if stopped_by is not None and not _one_of(stopped_by, _STOPPERS):
         raise BaselineError(
@@ -238,6 +246,7 @@ def _record(raw: object, where: str, version: int) -> ArtifactRecord:
             )
             for qid, value in questions.items()
         },
+        digest=_optional_text(fields.get("digest"), f"{where}: digest"),
     )
 
 

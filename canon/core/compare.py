@@ -7,10 +7,11 @@ plain results) a flip stays *pending* and counts as a regression: fail closed.
 
 from __future__ import annotations
 
+import dataclasses
 import statistics
 from collections.abc import Mapping, Sequence
 
-from canon.core.baseline import ArtifactRecord, Baseline, recorded_question
+from canon.core.baseline import SETTLED_FORMAT, ArtifactRecord, Baseline, recorded_question
 from canon.core.comparison import (
     CellKey,
     Comparison,
@@ -30,7 +31,7 @@ from canon.core.settle import (
     solidly_satisfied,
     violated,
 )
-from canon.core.significance import sign_flip_drop_test, welch_drop_test
+from canon.core.significance import DropTest, sign_flip_drop_test, welch_drop_test
 from canon.errors import UsageError
 
 __all__ = [
@@ -101,13 +102,22 @@ def gate(
         notes.append(f"{len(new)} new artifact(s) with nothing to regress from: {', '.join(new)}")
     if missing:
         notes.append(f"{len(missing)} recorded artifact(s) not in this run: {', '.join(missing)}")
-    flips, layer1_notes = _layer1(results, baseline, evidence)
+    unchanged = frozenset(r.key for r in results if same_text(r, records.get(r.key)))
+    flips, layer1_notes = _layer1(results, baseline, evidence, unchanged)
     notes.extend(layer1_notes)
-    drift = _layer2(results, baseline, tolerance, rule.drift_alpha)
+    drift = _layer2(results, baseline, tolerance, rule.drift_alpha, unchanged)
     if drift.test.method == "none":
         notes.append(f"mean drift (Layer 2) not tested: {drift.test.detail}")
     non_canon = tuple(
-        _non_canon(r, threshold, records.get(r.key)) for r in results if _fails(r, threshold)
+        _non_canon(r, threshold, records.get(r.key), r.key in unchanged)
+        for r in results
+        if _fails(r, threshold)
+    )
+    notes.extend(
+        f"{n.key} now reads as non-canon, but its text is identical to the baseline's: "
+        "judge disagreement on an unchanged text, not a regression (--strict fails on it)"
+        for n in non_canon
+        if n.unchanged and not n.known
     )
     if noise is not None and noise.noisier_than_assumed:
         low = noise.rate.interval[0]
@@ -148,7 +158,19 @@ def _fails(result: ArtifactResult, threshold: float) -> bool:
     return best is not None and best < threshold
 
 
-def _non_canon(result: ArtifactResult, threshold: float, record: ArtifactRecord | None) -> NonCanon:
+def same_text(result: ArtifactResult, record: ArtifactRecord | None) -> bool:
+    """Whether the artifact's text is the one the baseline recorded (format 4 digests)."""
+    return (
+        record is not None
+        and record.digest is not None
+        and result.digest is not None
+        and result.digest == record.digest
+    )
+
+
+def _non_canon(
+    result: ArtifactResult, threshold: float, record: ArtifactRecord | None, same: bool = False
+) -> NonCanon:
     reasons = [r for r in result.reasons if "unscored" not in r]
     if result.score is not None and result.below_threshold is None and result.score < threshold:
         below = f"score {result.score:.3f} is below the threshold {threshold:.3f}"
@@ -157,15 +179,19 @@ def _non_canon(result: ArtifactResult, threshold: float, record: ArtifactRecord 
     if not reasons:
         reasons.append("no question applied to this artifact")
     known = record is not None and record.canon is False
-    return NonCanon(result.key, tuple(reasons), known)
+    # A deterministic gate is a fact about the text and its files, not the judge's say-so.
+    judge_only = same and result.stopped_by is None
+    return NonCanon(result.key, tuple(reasons), known, judge_only)
 
 
 def _layer1(
     results: Sequence[ArtifactResult],
     baseline: Baseline,
     evidence: Mapping[CellKey, Evidence] | None,
+    unchanged: frozenset[str] = frozenset(),
 ) -> tuple[tuple[Flip, ...], list[str]]:
     flips: list[Flip] = []
+    settled = baseline.format >= SETTLED_FORMAT
     changed: dict[str, tuple[str | None, str | None, list[str]]] = {}
     for result in results:
         record = baseline.artifacts.get(result.key)
@@ -188,7 +214,13 @@ def _layer1(
                 continue
             if found is not None and found.ceiling is not None and found.ceiling > SOLID_VIOLATED:
                 continue  # a low answer tested for the threshold, not a flip
-            flips.append(_flip(result.key, cell, before.score, before.confidence, found))
+            flip = _flip(result.key, cell, before.score, before.confidence, found)
+            if flip.regression and result.key in unchanged:
+                flip = dataclasses.replace(flip, status="unchanged")
+            elif flip.regression and settled and (before.asks or 0) < 2:
+                # Symmetric evidence: the baseline side of a flip must be more than one draw.
+                flip = dataclasses.replace(flip, status="unsettled")
+            flips.append(flip)
     notes = [
         f"question {qid} asks about a different principle than in the baseline "
         f"(was {old!r}, now {now!r}); skipped for {len(keys)} artifact(s); {REACCEPT}"
@@ -211,6 +243,22 @@ def _layer1(
                 f"{flip.key} {flip.question} read as violated, but re-asking the judge "
                 "failed; the flip is undecided"
             )
+        elif flip.status == "unchanged":
+            notes.append(
+                f"{flip.key} {flip.question} now reads as violated, but the text is identical "
+                "to the baseline's: judge disagreement on an unchanged text, not a regression"
+            )
+        elif flip.status == "unsettled":
+            notes.append(
+                f"{flip.key} {flip.question} now reads as violated, but its baseline answer "
+                f"rests on a single ask; not a regression ({REACCEPT})"
+            )
+    if not settled and any(f.regression for f in flips):
+        notes.append(
+            f"the baseline is format {baseline.format}: each of its answers was asked once, "
+            f"so a flip may be the baseline's own noise; {REACCEPT} (format "
+            f"{SETTLED_FORMAT} asks every answer twice)"
+        )
     return tuple(flips), notes
 
 
@@ -265,11 +313,17 @@ def recorded_raw(record: ArtifactRecord) -> float | None:
 
 
 def _layer2(
-    results: Sequence[ArtifactResult], baseline: Baseline, tolerance: float, alpha: float
+    results: Sequence[ArtifactResult],
+    baseline: Baseline,
+    tolerance: float,
+    alpha: float,
+    unchanged: frozenset[str] = frozenset(),
 ) -> Drift:
     before: list[float] = []
     after: list[float] = []
     for result in results:
+        if result.key in unchanged:
+            continue  # an identical text: only the judge could move its score
         record = baseline.artifacts.get(result.key)
         now = optimistic_raw(result) if result.cells else result.raw_score
         then = None if record is None else recorded_raw(record)
@@ -278,6 +332,9 @@ def _layer2(
             after.append(now)
     if before:
         test = sign_flip_drop_test(before, after, alpha)
+    elif unchanged:
+        detail = "every matched artifact's text is identical to the baseline's"
+        test = DropTest("none", 0, None, None, None, False, detail)
     else:
         before = [s for r in baseline.artifacts.values() if (s := recorded_raw(r)) is not None]
         after = [

@@ -13,7 +13,9 @@ from typing import Literal
 from canon.core.significance import DropTest
 from canon.core.stats import wilson_ci
 
-FlipStatus = Literal["pending", "confirmed", "unconfirmed", "inconclusive", "unavailable"]
+FlipStatus = Literal[
+    "pending", "confirmed", "unconfirmed", "inconclusive", "unavailable", "unchanged", "unsettled"
+]
 Status = Literal["conforms", "regressed", "unavailable"]
 CellKey = tuple[str, str]
 
@@ -25,7 +27,9 @@ class Flip:
     ``confirmed`` when re-asking showed the violation beyond judge noise, ``unconfirmed``
     when the judge did not repeat it, ``inconclusive`` when it stayed split through every
     re-ask, ``unavailable`` when re-asking failed, ``pending`` when nobody re-asked (a
-    plain ``gate()`` call). Pending and confirmed flips are regressions (fail closed).
+    plain ``gate()`` call). Pending and confirmed flips are regressions (fail closed),
+    unless the text is identical to the baseline's (``unchanged``: the judge disagrees
+    with itself) or the baseline answer was a single ask (``unsettled``: format 4 only).
     """
 
     key: str
@@ -58,6 +62,9 @@ class NonCanon:
     key: str
     reasons: tuple[str, ...]
     known: bool = False  # non-canon in the baseline too: a known failure
+    # Canon in the baseline, non-canon now, on the very same text: the judge disagrees with
+    # its own baseline verdict, which is not a regression of the artifact.
+    unchanged: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +171,12 @@ class Comparison:
     @property
     def failures(self) -> tuple[NonCanon, ...]:
         """Non-canon artifacts that fail the check: all of them with ``strict``."""
-        return tuple(n for n in self.non_canon if self.strict or not n.known)
+        return tuple(n for n in self.non_canon if self.strict or not (n.known or n.unchanged))
+
+    @property
+    def judge_disagreements(self) -> tuple[NonCanon, ...]:
+        """Newly non-canon verdicts on a text identical to the baseline's: notes."""
+        return tuple(n for n in self.non_canon if n.unchanged and not n.known)
 
     @property
     def known(self) -> tuple[NonCanon, ...]:

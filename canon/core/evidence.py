@@ -21,7 +21,7 @@ suite's size; re-asking stops as soon as a cell is confirmed or refuted.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
@@ -93,6 +93,10 @@ class Evidence:
     status: EvidenceStatus
     agreed: int = 0  # re-asks that gave the claimed labels most of their mass
     disagreed: int = 0  # re-asks that did not
+    # Refuted at or below this e-value; None: 1 / support, two answers net against a claim
+    # its first answer made. A claim made from several looks (one of them possibly against
+    # it) gets one more: where it stops never changes the error rate, only the power.
+    floor: float | None = None
 
     @property
     def reasks(self) -> int:
@@ -144,6 +148,32 @@ def open_evidence(
     return add_answer(first, distribution, rule, cells, counted=False)
 
 
+def open_evidence_from(
+    question: Question,
+    answers: Sequence[Mapping[str, float]],
+    rule: DecisionRule,
+    cells: int,
+    labels: frozenset[str] | None = None,
+) -> Evidence:
+    """Start testing a claim from every answer already asked (a first pass of several looks).
+
+    The claim is ``labels`` when given, else the one the pooled answers make. Folding a fixed
+    number of answers in before re-asking keeps the product a supermartingale under the null.
+    """
+    pooled: dict[str, float] = {}
+    for answer in answers:
+        total = sum(answer.values()) or 1.0
+        for label, mass in answer.items():
+            pooled[label] = pooled.get(label, 0.0) + mass / total / len(answers)
+    labels = labels if labels is not None else claim_for(question, pooled.items())
+    scores = [c.score for c in question.choices if c.label in labels and c.score is not None]
+    floor = rule.support**-2 if len(answers) > 1 else None
+    evidence = Evidence(labels, max(scores) if scores else None, 0, 1.0, "open", floor=floor)
+    for index, answer in enumerate(answers):
+        evidence = add_answer(evidence, answer, rule, cells, counted=index > 0)
+    return evidence
+
+
 def add_answer(
     evidence: Evidence,
     distribution: Mapping[str, float],
@@ -163,7 +193,7 @@ def add_answer(
         status = "confirmed"
     # Two answers more against the claim than for it: the first answer was the judge's
     # noise. Stopping here never raises the false-alarm rate, only costs a little power.
-    elif e_value <= 1.0 / rule.support * (1.0 + 1e-9):
+    elif e_value <= (evidence.floor or 1.0 / rule.support) * (1.0 + 1e-9):
         status = "refuted"
     return Evidence(
         evidence.labels,
@@ -173,6 +203,7 @@ def add_answer(
         status,
         int(agreed),
         int(disagreed),
+        evidence.floor,
     )
 
 
@@ -186,6 +217,7 @@ def failed_reask(evidence: Evidence) -> Evidence:
         "unavailable",
         evidence.agreed,
         evidence.disagreed,
+        evidence.floor,
     )
 
 

@@ -78,6 +78,7 @@ class ArtifactResult:
     # Principle questions whose worst answer fails the artifact outright (first answers
     # until confirmation settles them, then only the confirmed ones).
     violated: tuple[str, ...] = ()
+    digest: str | None = None  # the digest of the artifact's text (canon.core.artifact)
 
     @property
     def stopped_by(self) -> str | None:

@@ -29,16 +29,44 @@ from canon.core.scoring import (
 SOLID_SATISFIED = 0.75
 SOLID_VIOLATED = 0.25
 SOLID_CONFIDENCE = 0.7
+# A passing answer that still puts this much mass on a failing choice (a gate contradiction,
+# a principle's worst choice) is re-asked: with logprobs or samples a real contradiction
+# often shows as a minority mass before it shows as the top answer.
+MATERIAL_MASS = 0.2
 
 
 def gate_suspects(result: ArtifactResult) -> tuple[str, ...]:
-    """Gate questions whose first answer tripped the NSCP gate."""
-    return tuple(c.id for c in result.cells if c.question.kind == "gate" and gate_tripped(c))
+    """Gate questions whose first answer tripped the NSCP gate or gave it material mass."""
+    return tuple(
+        c.id
+        for c in result.cells
+        if c.question.kind == "gate" and (gate_tripped(c) or worst_mass(c) >= MATERIAL_MASS)
+    )
+
+
+def worst_mass(cell: Cell) -> float:
+    """The answer's mass on the question's worst-scoring choice (0 for unanswered cells)."""
+    if cell.state != "answered":
+        return 0.0
+    worst = worst_labels(cell)
+    return sum(m for label, m in cell.distribution if label in worst)
+
+
+def worst_labels(cell: Cell) -> frozenset[str]:
+    """The labels of the question's worst-scoring choice (a contradiction, a plain "no")."""
+    scores = [c.score for c in cell.question.choices if c.score is not None]
+    low = min(scores, default=0.0)
+    return frozenset(c.label for c in cell.question.choices if c.score == low)
 
 
 def violation_suspects(result: ArtifactResult) -> tuple[str, ...]:
-    """Principle questions whose first answer was their worst choice (a plain violation)."""
-    return tuple(c.id for c in result.cells if plainly_violated(c))
+    """Principle questions answered at (or with material mass on) their worst choice."""
+    return tuple(
+        c.id
+        for c in result.cells
+        if c.question.kind == "principle"
+        and (plainly_violated(c) or worst_mass(c) >= MATERIAL_MASS)
+    )
 
 
 def confirmed_violations(
@@ -130,7 +158,7 @@ def settle(
     violated = confirmed_violations(pooled, evidence)
     reasons.extend(violation_reason(c) + " (confirmed)" for c in pooled if c.id in violated)
     for qid in violation_suspects(result):
-        if qid not in violated:
+        if qid not in violated and plainly_violated(result.cell(qid)):
             found = evidence.get(qid)
             asks = 1 if found is None else found.asks
             notes.append(
@@ -169,6 +197,7 @@ def settle(
         notes=tuple(notes),
         below_threshold=below,
         violated=violated,
+        digest=result.digest,
     )
 
 

@@ -167,7 +167,7 @@ class CanonBaseline:
 
     def _record(self, item: Artifact, key: str) -> ArtifactResult:
         plan, rule = self._metric.plan, self._metric.rule
-        confirmation = run_sync(score_run(plan, [item], rule))
+        confirmation = run_sync(score_run(plan, [item], rule, record=True))
         (result,) = confirmation.results
         if result.unscored:
             self._outcome(key, "unavailable", "not recorded: questions unanswered")

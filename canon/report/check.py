@@ -17,6 +17,8 @@ _FLIP_VERDICTS = {
     "unconfirmed": "judge noise (not repeated on re-ask)",
     "inconclusive": "undecided (the judge stayed split)",
     "unavailable": "undecided (re-ask failed)",
+    "unchanged": "judge disagreement (the text is identical to the baseline's)",
+    "unsettled": "not a regression (the baseline answer was a single ask)",
 }
 
 
@@ -112,6 +114,12 @@ def render_check(
     if known:
         lines.append("known failures (non-canon in the baseline too; --strict fails on them):")
         lines.extend(f"  {n.key}: {'; '.join(n.reasons)}" for n in known)
+    disagreements = [n for n in c.judge_disagreements if n not in failures]
+    if disagreements:
+        lines.append(
+            "judge disagreements (canon in the baseline, identical text; --strict fails on them):"
+        )
+        lines.extend(f"  {n.key}: {'; '.join(n.reasons)}" for n in disagreements)
     if c.flips:
         lines.append("per-question flips from solidly satisfied to violated (Layer 1):")
         for f in c.flips:
@@ -251,6 +259,7 @@ def check_document(
                 "key": n.key,
                 "reasons": list(n.reasons),
                 "known": n.known,
+                "unchanged_text": n.unchanged,
                 "shortfalls": _shortfall_data(by_key.get(n.key)),
             }
             for n in c.non_canon
