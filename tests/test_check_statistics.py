@@ -114,11 +114,12 @@ def test_a_suite_holding_real_failures_does_not_fail_unchanged(reword):
         _trial(4000 + i, frozenset(), failing=failing, contradicts=contradicts, reword=reword)
         for i in range(20)
     ]
-    assert sum(failed for failed, _, _ in trials) <= 2  # 5 % allowed; none seen with this seed
+    # 5 % allowed; with these seeds none fails unchanged and one of 20 fails reworded
+    assert sum(failed for failed, _, _ in trials) <= 2
 
 
 def test_one_new_contradiction_among_thirty_is_caught():
     # 5: the gate of a changed artifact gets a second look, so one passing answer is not all
     trials = [_trial(5000 + i, frozenset(), contradicts=frozenset({"a7"})) for i in range(20)]
     caught = sum(named == {"a7"} for _, named, _ in trials)
-    assert caught >= 18  # the benchmark measures >= 97 %; none missed with this seed
+    assert caught >= 18  # the benchmark measures the rate; all 20 caught with this seed

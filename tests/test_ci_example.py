@@ -149,6 +149,9 @@ def test_a_regression_fails_the_step_at_once_with_annotations(workflow, tmp_path
     project = _project(tmp_path)
     script = project / "judge-script.yaml"
     script.write_text('P2: "no"\n' + script.read_text())
+    # the agent's replies changed too: an identical text cannot regress on the judge alone
+    suite = script.parent / "suite.yaml"
+    suite.write_text(suite.read_text().replace("text: >-\n      ", "text: >-\n      Hello. "))
     done = _run_step(workflow, project, _env(tmp_path, _bin_dir(tmp_path)))
     assert done.returncode == 1, done.stdout + done.stderr
     assert _calls(tmp_path) == 1  # a regression is never retried

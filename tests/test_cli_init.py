@@ -63,6 +63,9 @@ def test_the_scaffolded_script_can_be_edited_into_a_caught_regression(tmp_path):
         assert runner.invoke(main, ["accept", "--quiet"]).exit_code == 0
         script = tmp_path / "judge-script.yaml"
         script.write_text('P2: "no"\n' + script.read_text())
+        # the agent's replies changed too: an identical text cannot regress on the judge alone
+        suite = script.parent / "suite.yaml"
+        suite.write_text(suite.read_text().replace("text: >-\n      ", "text: >-\n      Hello. "))
         check = runner.invoke(main, ["check", "--quiet"])
     finally:
         os.chdir(cwd)

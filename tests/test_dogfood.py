@@ -6,9 +6,9 @@ import subprocess
 import sys
 from pathlib import Path
 
-from canon.check.runner import score_artifacts
+from canon.check.pipeline import baseline_from_run, score_run
 from canon.cli.run import build_plan
-from canon.core.baseline import baseline_from_results, baseline_to_data
+from canon.core.baseline import baseline_to_data
 from canon.judge.sync import run_sync
 from canon.project.config import load_config
 from canon.project.store import dump_json
@@ -21,13 +21,9 @@ def test_the_committed_baseline_is_what_accepting_the_example_writes_byte_for_by
     config = load_config(cwd=REPO)
     assert config.suite is not None and config.baselines_dir is not None
     plan = build_plan(config)
-    results = run_sync(score_artifacts(plan, read_suite(config.suite)))
-    baseline = baseline_from_results(
-        results,
-        rubric=plan.rubric,
-        judge=plan.judge.name,
-        constitution=plan.constitution.digest,
-        threshold=plan.threshold,
+    # what "canon accept" records: two looks at every answer, then confirmation
+    baseline = baseline_from_run(
+        plan, run_sync(score_run(plan, read_suite(config.suite), record=True))
     )
     committed = (config.baselines_dir / "suite.json").read_text(encoding="utf-8")
     assert dump_json(baseline_to_data(baseline)) == committed, (

@@ -59,7 +59,7 @@ def test_accept_records_then_the_same_replies_conform(project):
     accepted.assert_outcomes(passed=4)
     accepted.stdout.fnmatch_lines(["*4 accepted*", "*recorded 4 artifact(s) -> *pytest.json"])
     data = _recorded(project)
-    assert data["format"] == 3 and set(data["artifacts"]) == {"dup", "large", "roam", "late"}
+    assert data["format"] == 4 and set(data["artifacts"]) == {"dup", "large", "roam", "late"}
     checked = project.runpytest("-q")
     checked.assert_outcomes(passed=4)
     checked.stdout.fnmatch_lines(["*canon baselines (pytest): 4 checked: 4 conforms*"])
@@ -69,6 +69,8 @@ def test_a_regression_fails_its_test_names_the_question_and_ends_with_the_remedy
     project.runpytest("-q", "--canon-accept").assert_outcomes(passed=4)
     script = project.path / "judge-script.yaml"
     script.write_text('refund above 200: "no"\n' + script.read_text())
+    # the agent's replies changed too: an identical text cannot regress on the judge alone
+    project.makepyfile(test_replies=TESTS.replace('.",\n', '. Thanks.",\n'))
     result = project.runpytest("-q")
     result.assert_outcomes(failed=4)
     result.stdout.fnmatch_lines(

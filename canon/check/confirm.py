@@ -113,7 +113,8 @@ async def confirm(
     settled = await asyncio.gather(
         *(
             _ArtifactConfirmation(plan, by_key[r.key], r, rule, cells, limiter).run(
-                records.get(r.key), second_looks(r, records.get(r.key), record, baseline)
+                records.get(r.key),
+                second_looks(r, records.get(r.key), record, baseline, plan.constitution.digest),
             )
             if r.key in by_key and r.stopped_by is None and r.cells
             else _unchanged(r)
@@ -143,6 +144,7 @@ def second_looks(
     record: ArtifactRecord | None,
     recording: bool,
     baseline: Baseline | None,
+    plan_constitution: str | None = None,
 ) -> frozenset[str]:
     """The cells asked a second time before any decision (see the module docstring).
 
@@ -153,7 +155,13 @@ def second_looks(
         return frozenset(c.id for c in result.cells if c.state != "unscored")
     if baseline is None:
         return frozenset()
-    if record is not None and record.digest is not None and record.digest == result.digest:
+    same_yardstick = baseline.constitution in (None, plan_constitution)
+    if (
+        same_yardstick
+        and record is not None
+        and record.digest is not None
+        and record.digest == result.digest
+    ):
         return frozenset()
     return frozenset(c.id for c in result.cells if c.question.kind == "gate")
 

@@ -126,6 +126,7 @@ def compare_run(
         rule=rule,
         noise=noise_of(confirmation, rule),
         strict=strict,
+        constitution=plan.constitution.digest,
     )
     extra = provenance_notes(baseline, judge=plan.judge.name, constitution=plan.constitution.digest)
     if not extra:

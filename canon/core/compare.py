@@ -69,11 +69,14 @@ def gate(
     rule: DecisionRule | None = None,
     noise: ReaskNoise | None = None,
     strict: bool = False,
+    constitution: str | None = None,
 ) -> Comparison:
     """Compare a run with its baseline.
 
     ``evidence`` settles each flip from the confirmation re-asks; without it flips stay
-    pending (regressions). ``strict`` fails on known failures too.
+    pending (regressions). ``strict`` fails on known failures too. ``constitution`` is the
+    run's constitution digest: when it differs from the baseline's, an identical text may
+    read differently for a reason other than the judge, so no text counts as unchanged.
     """
     if not results:
         raise GateArgumentError(
@@ -102,7 +105,8 @@ def gate(
         notes.append(f"{len(new)} new artifact(s) with nothing to regress from: {', '.join(new)}")
     if missing:
         notes.append(f"{len(missing)} recorded artifact(s) not in this run: {', '.join(missing)}")
-    unchanged = frozenset(r.key for r in results if same_text(r, records.get(r.key)))
+    yardstick = constitution is None or baseline.constitution in (None, constitution)
+    unchanged = frozenset(r.key for r in results if yardstick and same_text(r, records.get(r.key)))
     flips, layer1_notes = _layer1(results, baseline, evidence, unchanged)
     notes.extend(layer1_notes)
     drift = _layer2(results, baseline, tolerance, rule.drift_alpha, unchanged)
