@@ -5,6 +5,7 @@ import json
 
 import pytest
 
+from canon.core.artifact import text_digest
 from canon.core.baseline import (
     BASELINE_FORMAT,
     ArtifactRecord,
@@ -217,3 +218,37 @@ def test_the_asks_a_cell_pooled_are_recorded():
     )
     assert baseline.artifacts["a"].questions["G"].asks == 6  # type: ignore[index]
     assert baseline.artifacts["a"].questions["mission"].asks == 1  # type: ignore[index]
+
+
+def _with_digest(key: str):
+    return dataclasses.replace(_result(key), digest=text_digest(f"the text of {key}"))
+
+
+def test_format_4_records_each_artifact_text_digest():
+    data = baseline_to_data(_baseline([_with_digest("a")]))
+    assert data["format"] == 4 and data["artifacts"]["a"]["digest"] == text_digest("the text of a")
+    assert baseline_from_data(data, source="b.json").artifacts["a"].digest == text_digest(
+        "the text of a"
+    )
+
+
+def test_a_format_3_baseline_loads_with_its_texts_unknown_and_refuses_a_digest():
+    data = baseline_to_data(_baseline([_result("a")]))
+    data["format"] = 3
+    baseline = baseline_from_data(data, source="old.json")
+    assert baseline.format == 3 and baseline.artifacts["a"].digest is None
+    with_digest = baseline_to_data(_baseline([_with_digest("a")]))
+    with_digest["format"] = 3
+    with pytest.raises(BaselineError, match=r"old.json: artifact 'a': unknown key\(s\) 'digest'"):
+        baseline_from_data(with_digest, source="old.json")
+
+
+@pytest.mark.parametrize("value", ["", 7, None, ["x"]])
+def test_a_bad_digest_is_refused_naming_the_file(value):
+    data = baseline_to_data(_baseline([_with_digest("a")]))
+    data["artifacts"]["a"]["digest"] = value
+    if value is None:
+        assert baseline_from_data(data, source="b.json").artifacts["a"].digest is None
+        return
+    with pytest.raises(BaselineError, match=r"b.json: artifact 'a': digest must be non-empty text"):
+        baseline_from_data(data, source="b.json")

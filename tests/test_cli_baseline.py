@@ -449,3 +449,22 @@ def test_known_failures_are_warnings_in_junit_and_github_unless_strict(project, 
     assert strict.stdout.count("::error title=Canon non-canon artifact") == 3
     counts, _, _ = _junit(project / "s.xml")
     assert counts["failures"] == "3" and counts["skipped"] == "0"
+
+
+def test_an_unchanged_text_read_differently_is_a_judge_disagreement_not_a_regression(project):
+    assert _canon(project, "accept").exit_code == 0
+    _prepend(
+        project / "judge-script.yaml", FLIP_P2
+    )  # the judge changed its mind, the texts did not
+    result = _canon(project, "check")
+    assert result.exit_code == 0, result.output
+    assert "judge disagreements (canon in the baseline, identical text" in result.stdout
+    assert "judge disagreement on an unchanged text" in result.stdout
+    strict = _canon(project, "check", "--strict", "--format", "json")
+    assert strict.exit_code == 1
+    document = json.loads(strict.stdout)
+    assert {n["key"] for n in document["non_canon"] if n["unchanged_text"]} == {
+        "duplicate-charge",
+        "large-refund",
+        "roaming-question",
+    }

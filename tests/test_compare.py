@@ -493,3 +493,25 @@ def test_identical_texts_are_left_out_of_the_mean_drift_test():
     drift = gate(now, _recorded(records), 0.0).drift
     assert drift.test.method == "none" and not drift.regressed
     assert "identical" in drift.test.detail
+
+
+def test_a_known_failure_is_still_compared_question_by_question():
+    # non-canon in the baseline (P1 "no"), and now P2 flips too: a regression without --strict
+    known = _with_text(_result("a", P1="no"), "old reply")
+    baseline = _recorded([known])
+    assert baseline.artifacts["a"].canon is False
+    still = gate([_with_text(_result("a", P1="no"), "new reply")], baseline, 0.5)
+    assert not still.failed and [n.key for n in still.known] == ["a"]
+    assert gate([_with_text(_result("a", P1="no"), "new reply")], baseline, 0.5, strict=True).failed
+    worse = gate([_with_text(_result("a", P1="no", P2="no"), "new reply")], baseline, 0.5)
+    assert worse.failed and [(f.question, f.status) for f in worse.regressions] == [
+        ("P2", "pending")
+    ]
+    assert worse.failures == ()  # the artifact itself stays a known failure
+
+
+def test_a_changed_constitution_lets_an_identical_text_regress():
+    baseline = _recorded([_with_text(_result("a"), "same reply")])
+    now = [_with_text(_result("a", P2="no"), "same reply")]
+    assert not gate(now, baseline, 0.5, constitution=CONSTITUTION.digest).failed
+    assert gate(now, baseline, 0.5, constitution="another-digest").failed

@@ -287,3 +287,29 @@ def test_a_lone_worst_answer_the_judge_does_not_repeat_is_only_a_note():
     assert result.canon and result.violated == ()
     assert any("plainly violated, but not beyond judge noise" in n for n in result.notes)
     assert len(asked) >= 3  # re-asked until refuted
+
+
+def test_a_passing_gate_answer_with_material_contradiction_mass_is_re_asked():
+    asked: list[int] = []
+
+    def script(question: Question, _text: str) -> object:
+        if question.id == "G":
+            asked.append(1)
+            return {"no": 0.7, "yes": 0.3} if len(asked) == 1 else "yes"
+        return "yes"
+
+    result, _ = _one_principle_run(script)
+    assert len(asked) > 1 and result.gated and not result.canon
+
+
+def test_accept_asks_every_question_twice_and_records_the_asks():
+    from canon.check.pipeline import baseline_from_run, score_run
+
+    judge = MockJudge(lambda q, _t: "no" if q.id == "G" else "yes")
+    plan = ScoringPlan(ONE_PRINCIPLE, RUBRIC, judge, 0.85)
+    artifacts = [Artifact("Reply.", id="a")]
+    confirmation = asyncio.run(score_run(plan, artifacts, record=True))
+    assert judge.calls == 2 * 7 and confirmation.reasks == 7
+    record = baseline_from_run(plan, confirmation).artifacts["a"]
+    assert record.questions is not None and {q.asks for q in record.questions.values()} == {2}
+    assert record.digest is not None and len(record.digest) == 16

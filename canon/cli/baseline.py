@@ -65,7 +65,8 @@ def accept(
 ) -> None:
     """Score the suite and record the run as its baseline.
 
-    A non-canon verdict is recorded only once re-asking the judge confirmed it beyond
+    Every question is asked twice, so no recorded answer is a single draw of the judge; a
+    non-canon verdict is recorded only once re-asking the judge confirmed it beyond
     noise. Exit codes: 0 recorded, 2 bad input or config, 3 the judge was unavailable,
     4 the run would exceed max_cost (nothing is written on 2, 3 or 4).
     """
@@ -146,7 +147,10 @@ def accept(
 @click.option(
     "--strict",
     is_flag=True,
-    help="Also fail on artifacts that were already non-canon in the baseline.",
+    help=(
+        "Also fail on every non-canon artifact: known failures (non-canon in the baseline "
+        "too) and judge disagreements on texts identical to the baseline's."
+    ),
 )
 @click.option(
     "--require-alignment",
@@ -179,9 +183,10 @@ def check(
 ) -> None:
     """Score the suite and compare it with its baseline.
 
-    Every failing decision (a flip, a tripped gate, a score below the threshold) is
-    confirmed by re-asking the judge before it fails the run; the whole run's chance of a
-    false alarm is held under alpha (canon.yaml, default 0.05). Exit codes: 0 conforms,
+    Every failing decision (a flip, a tripped gate, a plainly violated principle, a score
+    below the threshold) is confirmed by re-asking the judge before it fails the run; the
+    whole run's chance of a false alarm is held under alpha (canon.yaml, default 0.05). A
+    text identical to the baseline's cannot regress on the judge alone. Exit codes: 0 conforms,
     1 a regression or a new non-canon artifact, 2 bad input, config or baseline, 3 the
     judge was unavailable, 4 the run would exceed max_cost. A baseline judged by another
     judge is refused (exit 2): "canon rejudge" compares the judges first. A failed check

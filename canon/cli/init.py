@@ -63,7 +63,8 @@ _JUDGE_SCRIPT = """\
 # A scripted judge for offline runs (docs/judge.md#mockjudge): a fragment of a
 # question's text (or its id: G, P1, ...) -> the answer, or an answer with the judge's
 # reason, which every report quotes. Keys are tried in order and "__default__" answers
-# every other question. Try P2: {answer: "no", reason: "..."}, then "canon check".
+# every other question. Try P2: {answer: "no", reason: "..."}, reword a reply in
+# suite.yaml (an identical text cannot regress on the judge alone), then "canon check".
 contradict any part: "no"        # the NSCP gate: no contradiction found
 surface the tradeoff:            # nothing pulls apart in these replies
   answer: "n/a"

@@ -8,7 +8,6 @@ plain results) a flip stays *pending* and counts as a regression: fail closed.
 from __future__ import annotations
 
 import dataclasses
-import statistics
 from collections.abc import Mapping, Sequence
 
 from canon.core.baseline import SETTLED_FORMAT, ArtifactRecord, Baseline, recorded_question
@@ -22,6 +21,7 @@ from canon.core.comparison import (
     Rate,
     ReaskNoise,
 )
+from canon.core.drift import layer2, optimistic_raw
 from canon.core.evidence import DecisionRule, Evidence
 from canon.core.scoring import ArtifactResult, Cell, fails_on_evidence
 from canon.core.settle import (
@@ -31,7 +31,6 @@ from canon.core.settle import (
     solidly_satisfied,
     violated,
 )
-from canon.core.significance import DropTest, sign_flip_drop_test, welch_drop_test
 from canon.errors import UsageError
 
 __all__ = [
@@ -109,7 +108,7 @@ def gate(
     unchanged = frozenset(r.key for r in results if yardstick and same_text(r, records.get(r.key)))
     flips, layer1_notes = _layer1(results, baseline, evidence, unchanged)
     notes.extend(layer1_notes)
-    drift = _layer2(results, baseline, tolerance, rule.drift_alpha, unchanged)
+    drift = layer2(results, baseline, tolerance, rule.drift_alpha, unchanged)
     if drift.test.method == "none":
         notes.append(f"mean drift (Layer 2) not tested: {drift.test.detail}")
     non_canon = tuple(
@@ -293,63 +292,6 @@ def _flip(
         asks=1 if found is None else found.asks,
         e_value=None if found is None else found.e_value,
         principle=cell.question.principle,
-    )
-
-
-def optimistic_raw(result: ArtifactResult) -> float | None:
-    """The uncapped mean with every unscored question at its best score.
-
-    A partial judge outage must never look like a drop: Layer 2 compares this bound.
-    """
-    scores = [c.score for c in result.cells if c.state == "answered" and c.score is not None]
-    scores.extend(1.0 for c in result.cells if c.state == "unscored")
-    return sum(scores) / len(scores) if scores else None
-
-
-def recorded_raw(record: ArtifactRecord) -> float | None:
-    """A baseline record's uncapped mean (its questions'), or its score in old formats."""
-    if not record.questions:
-        return record.score
-    scores = [
-        q.score for q in record.questions.values() if q.state == "answered" and q.score is not None
-    ]
-    return sum(scores) / len(scores) if scores else record.score
-
-
-def _layer2(
-    results: Sequence[ArtifactResult],
-    baseline: Baseline,
-    tolerance: float,
-    alpha: float,
-    unchanged: frozenset[str] = frozenset(),
-) -> Drift:
-    before: list[float] = []
-    after: list[float] = []
-    for result in results:
-        if result.key in unchanged:
-            continue  # an identical text: only the judge could move its score
-        record = baseline.artifacts.get(result.key)
-        now = optimistic_raw(result) if result.cells else result.raw_score
-        then = None if record is None else recorded_raw(record)
-        if then is not None and now is not None:
-            before.append(then)
-            after.append(now)
-    if before:
-        test = sign_flip_drop_test(before, after, alpha)
-    elif unchanged:
-        detail = "every matched artifact's text is identical to the baseline's"
-        test = DropTest("none", 0, None, None, None, False, detail)
-    else:
-        before = [s for r in baseline.artifacts.values() if (s := recorded_raw(r)) is not None]
-        after = [
-            s for r in results if (s := (optimistic_raw(r) if r.cells else r.raw_score)) is not None
-        ]
-        test = welch_drop_test(before, after, alpha)
-    return Drift(
-        baseline_mean=statistics.fmean(before) if before else None,
-        current_mean=statistics.fmean(after) if after else None,
-        tolerance=float(tolerance),
-        test=test,
     )
 
 
