@@ -289,17 +289,28 @@ def test_a_lone_worst_answer_the_judge_does_not_repeat_is_only_a_note():
     assert len(asked) >= 3  # re-asked until refuted
 
 
-def test_a_passing_gate_answer_with_material_contradiction_mass_is_re_asked():
-    asked: list[int] = []
+def test_a_passing_gate_answer_with_material_contradiction_mass_is_re_asked_in_a_check():
+    from canon.check.pipeline import baseline_from_run, check_run, score_run
 
-    def script(question: Question, _text: str) -> object:
-        if question.id == "G":
-            asked.append(1)
-            return {"no": 0.7, "yes": 0.3} if len(asked) == 1 else "yes"
-        return "yes"
+    asked: list[str] = []
 
-    result, _ = _one_principle_run(script)
-    assert len(asked) > 1 and result.gated and not result.canon
+    def script(question: Question, text: str) -> object:
+        if question.id != "G":
+            return "yes"
+        if text == "Old reply.":
+            return "no"
+        asked.append(text)
+        # both first looks pass (30 % on "contradiction", below the gate's 50 %); the
+        # re-asks that minority mass earns contradict
+        return {"no": 0.7, "yes": 0.3} if len(asked) <= 2 else "yes"
+
+    plan = ScoringPlan(ONE_PRINCIPLE, RUBRIC, MockJudge(script), 0.85)
+    accepted = asyncio.run(score_run(plan, [Artifact("Old reply.", id="a")], record=True))
+    baseline = baseline_from_run(plan, accepted)
+    outcome = asyncio.run(check_run(plan, [Artifact("New reply.", id="a")], baseline))
+    (result,) = outcome.results
+    assert len(asked) > 2 and result.gated and not result.canon  # never tripped on first looks
+    assert outcome.comparison.failed
 
 
 def test_accept_asks_every_question_twice_and_records_the_asks():

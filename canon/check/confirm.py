@@ -205,7 +205,11 @@ class _ArtifactConfirmation:
         self.spent: list[Usage] = []  # what the re-asks cost, failed ones included
 
     async def run(
-        self, record: ArtifactRecord | None, second: frozenset[str] = frozenset()
+        self,
+        record: ArtifactRecord | None,
+        second: frozenset[str] = frozenset(),
+        *,
+        checking: bool = False,
     ) -> _Settled:
         """Take the planned second looks, test the gate, violations and flips, then the
         threshold, and settle the verdict."""
@@ -217,8 +221,11 @@ class _ArtifactConfirmation:
                 judge_verdict(looked.key, self._pooled(), looked.threshold, looked.gates),
                 digest=looked.digest,
             )
-        violations = violation_suspects(self.result)
-        decisive = [*gate_suspects(self.result), *violations]
+        # Minority failing mass is worth re-asks only where a regression can come from: a new
+        # or changed artifact in a check (the ones given a second look there).
+        material = checking and bool(second)
+        violations = violation_suspects(self.result, material)
+        decisive = [*gate_suspects(self.result, material), *violations]
         first = [*decisive, *flip_suspects(self.result, record)]
         await asyncio.gather(
             *(

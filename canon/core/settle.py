@@ -35,12 +35,14 @@ SOLID_CONFIDENCE = 0.7
 MATERIAL_MASS = 0.2
 
 
-def gate_suspects(result: ArtifactResult) -> tuple[str, ...]:
-    """Gate questions whose first answer tripped the NSCP gate or gave it material mass."""
+def gate_suspects(result: ArtifactResult, material: bool = False) -> tuple[str, ...]:
+    """Gate questions whose first answer tripped the NSCP gate (or, with ``material``, gave
+    the contradiction material mass)."""
     return tuple(
         c.id
         for c in result.cells
-        if c.question.kind == "gate" and (gate_tripped(c) or worst_mass(c) >= MATERIAL_MASS)
+        if c.question.kind == "gate"
+        and (gate_tripped(c) or (material and worst_mass(c) >= MATERIAL_MASS))
     )
 
 
@@ -59,13 +61,14 @@ def worst_labels(cell: Cell) -> frozenset[str]:
     return frozenset(c.label for c in cell.question.choices if c.score == low)
 
 
-def violation_suspects(result: ArtifactResult) -> tuple[str, ...]:
-    """Principle questions answered at (or with material mass on) their worst choice."""
+def violation_suspects(result: ArtifactResult, material: bool = False) -> tuple[str, ...]:
+    """Principle questions answered at their worst choice (or, with ``material``, with
+    material mass on it)."""
     return tuple(
         c.id
         for c in result.cells
         if c.question.kind == "principle"
-        and (plainly_violated(c) or worst_mass(c) >= MATERIAL_MASS)
+        and (plainly_violated(c) or (material and worst_mass(c) >= MATERIAL_MASS))
     )
 
 
