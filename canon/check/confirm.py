@@ -115,6 +115,7 @@ async def confirm(
             _ArtifactConfirmation(plan, by_key[r.key], r, rule, cells, limiter).run(
                 records.get(r.key),
                 second_looks(r, records.get(r.key), record, baseline, plan.constitution.digest),
+                checking=baseline is not None and not record,
             )
             if r.key in by_key and r.stopped_by is None and r.cells
             else _unchanged(r)
