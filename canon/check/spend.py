@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from canon.check.runner import ScoringPlan
 from canon.core.artifact import Artifact
-from canon.core.baseline import Baseline, recorded_question
+from canon.core.baseline import SETTLED_FORMAT, Baseline, recorded_question
 from canon.core.scoring import Answer, ArtifactResult
 from canon.core.usage import UNKNOWN, Usage, UsageSummary, format_cost, summarize
 from canon.errors import BudgetExceededError, ConfigError
@@ -120,11 +120,14 @@ def baseline_reasks(baseline: Baseline, plan: ScoringPlan) -> dict[tuple[str, st
     counts them (minus those the answer cache holds: each re-ask has a key of its own).
     """
     reasks: dict[tuple[str, str], int] = {}
+    # From format 4 accept asks every question twice before any confirmation: that second
+    # look is not a re-ask a check will repeat.
+    looks = 2 if baseline.format >= SETTLED_FORMAT else 1
     for key, record in baseline.artifacts.items():
         for question in plan.questions:
             row = recorded_question(record, question)
-            if row is not None and row.asks is not None and row.asks > 1:
-                reasks[(key, question.id)] = row.asks - 1
+            if row is not None and row.asks is not None and row.asks > looks:
+                reasks[(key, question.id)] = row.asks - looks
     return reasks
 
 
