@@ -120,14 +120,15 @@ def baseline_reasks(baseline: Baseline, plan: ScoringPlan) -> dict[tuple[str, st
     counts them (minus those the answer cache holds: each re-ask has a key of its own).
     """
     reasks: dict[tuple[str, str], int] = {}
-    # From format 4 accept asks every question twice before any confirmation: that second
-    # look is not a re-ask a check will repeat.
+    # From format 4 accept asks every question twice before any confirmation: two asks are
+    # no confirmation at all, but a confirmed cell needs its second look again at check (as
+    # a re-ask, since a check looks once at an unchanged text).
     looks = 2 if baseline.format >= SETTLED_FORMAT else 1
     for key, record in baseline.artifacts.items():
         for question in plan.questions:
             row = recorded_question(record, question)
             if row is not None and row.asks is not None and row.asks > looks:
-                reasks[(key, question.id)] = row.asks - looks
+                reasks[(key, question.id)] = row.asks - 1
     return reasks
 
 

@@ -172,11 +172,13 @@ def test_check_estimate_counts_the_reasks_the_baseline_needed(project, fake_llm)
     fake_llm.script("", "ANSWER: yes")
     assert _canon("accept", "--quiet").exit_code == 0
     baseline = json.loads((project / "canon" / "baselines" / "suite.json").read_text())
+    # accept looks at every cell twice; cells asked more than that were confirmed, and an
+    # unchanged check (one look) re-asks them asks - 1 times
     recorded = sum(
         question["asks"] - 1
         for record in baseline["artifacts"].values()
         for question in (record.get("questions") or {}).values()
-        if question.get("asks")
+        if question.get("asks", 0) > 2
     )
     assert recorded > 0
     estimate = _canon("check", "--estimate", "--format", "json")
