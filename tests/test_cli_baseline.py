@@ -468,3 +468,10 @@ def test_an_unchanged_text_read_differently_is_a_judge_disagreement_not_a_regres
         "large-refund",
         "roaming-question",
     }
+
+
+def test_accept_estimates_its_second_look_at_every_question(project):
+    score = _canon(project, "score", "--estimate").stdout
+    accept = _canon(project, "accept", "--estimate").stdout
+    assert "30 question(s) answered by its script" in score
+    assert "60 question(s) answered by its script" in accept  # two looks at each of 30

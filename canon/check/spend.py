@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from canon.check.runner import ScoringPlan
-from canon.core.artifact import Artifact
+from canon.core.artifact import Artifact, text_digest
 from canon.core.baseline import SETTLED_FORMAT, Baseline, recorded_question
 from canon.core.scoring import Answer, ArtifactResult
 from canon.core.usage import UNKNOWN, Usage, UsageSummary, format_cost, summarize
@@ -132,6 +132,30 @@ def baseline_reasks(baseline: Baseline, plan: ScoringPlan) -> dict[tuple[str, st
     return reasks
 
 
+def planned_looks(
+    plan: ScoringPlan,
+    artifacts: Sequence[Artifact],
+    *,
+    baseline: Baseline | None = None,
+    record: bool = False,
+) -> dict[tuple[str, str], int] | None:
+    """The asks beyond the first a run plans per cell (canon.check.confirm's second looks,
+    and a check's expected confirmation re-asks): (key, question) -> count."""
+    if record:
+        return {(a.key, q.id): 1 for a in artifacts for q in plan.questions}
+    if baseline is None:
+        return None
+    reasks = baseline_reasks(baseline, plan)
+    for artifact in artifacts:
+        row = baseline.artifacts.get(artifact.key)
+        if row is None or row.digest is None or row.digest != text_digest(artifact.text):
+            for question in plan.questions:
+                if question.kind == "gate":  # a new or changed artifact's second gate look
+                    cell = (artifact.key, question.id)
+                    reasks[cell] = max(reasks.get(cell, 0), 1)
+    return reasks
+
+
 def pending_requests(
     plan: ScoringPlan,
     artifacts: Sequence[Artifact],
@@ -177,10 +201,12 @@ def estimate_run(
     *,
     batch: bool = False,
     baseline: Baseline | None = None,
+    record: bool = False,
 ) -> Estimate:
     """How many calls a run would make and what they would cost, asking nothing; with the
-    baseline a check compares with, the re-asks its confirmation needed count too."""
-    reasks = baseline_reasks(baseline, plan) if baseline is not None else None
+    baseline a check compares with, the re-asks its confirmation needed count too, and with
+    ``record`` (accept) the second look at every question."""
+    reasks = planned_looks(plan, artifacts, baseline=baseline, record=record)
     pending, cached, stopped = pending_requests(plan, artifacts, reasks)
     pending_reasks = sum(request.variant > 0 for _, request in pending)
     judge = model_judge(plan.judge)

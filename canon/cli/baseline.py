@@ -75,8 +75,8 @@ def accept(
     check_report_paths(baseline_path(config, suite), what="the baseline")  # before any call
     plan = build_plan(config, use_cache=not no_cache)
     if estimate:
-        show_estimate(config, plan, artifacts, batch=batch or config.batch)
-    plan = prepare_spending(config, plan, artifacts, batch=batch, quiet=quiet)
+        show_estimate(config, plan, artifacts, batch=batch or config.batch, record=True)
+    plan = prepare_spending(config, plan, artifacts, batch=batch, quiet=quiet, record=True)
     started = time.monotonic()
     confirmation = score_with_progress(config, plan, artifacts, quiet, record=True)
     results = confirmation.results

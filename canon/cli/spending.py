@@ -15,6 +15,7 @@ from canon.check.spend import (
     estimate_run,
     model_judge,
     pending_requests,
+    planned_looks,
     refuse_over_budget,
 )
 from canon.core.artifact import Artifact
@@ -69,10 +70,16 @@ def show_estimate(
     batch: bool,
     output_format: str = "text",
     baseline: Baseline | None = None,
+    record: bool = False,
 ) -> None:
-    """Print the run's estimate (nothing is asked) and exit 0; a check passes its baseline."""
+    """Print the run's estimate (nothing is asked) and exit 0; a check passes its baseline,
+    accept ``record`` (its second looks)."""
     estimate = estimate_run(
-        plan, artifacts, batch=batch and _batchable(plan) is None, baseline=baseline
+        plan,
+        artifacts,
+        batch=batch and _batchable(plan) is None,
+        baseline=baseline,
+        record=record,
     )
     if output_format == "json":
         document = {"estimate": estimate.as_data(), "max_cost_usd": config.max_cost}
@@ -91,19 +98,21 @@ def prepare_spending(
     *,
     batch: bool,
     quiet: bool,
+    record: bool = False,
 ) -> ScoringPlan:
-    """Refuse a run over budget before it spends; with batch mode, fill the cache by batch."""
+    """Refuse a run over budget before it spends; with batch mode, fill the cache by batch
+    (with ``record``, accept's second looks too)."""
     use_batch = batch or config.batch
     reason = _batchable(plan) if use_batch else None
     if use_batch and reason is not None:
         click.echo(f"canon: {reason}", err=True)  # said even when quiet: the price differs
         use_batch = False
     if config.max_cost is not None:
-        estimate = estimate_run(plan, artifacts, batch=use_batch)
+        estimate = estimate_run(plan, artifacts, batch=use_batch, record=record)
         refuse_over_budget(estimate, config.max_cost, config.source or "canon.yaml")
     if not use_batch:
         return plan
-    return _prefill_by_batch(plan, artifacts, quiet)
+    return _prefill_by_batch(plan, artifacts, quiet, record)
 
 
 def _batchable(plan: ScoringPlan) -> str | None:
@@ -118,13 +127,15 @@ def _batchable(plan: ScoringPlan) -> str | None:
     return batch_unsupported(judge)
 
 
-def _prefill_by_batch(plan: ScoringPlan, artifacts: Sequence[Artifact], quiet: bool) -> ScoringPlan:
+def _prefill_by_batch(
+    plan: ScoringPlan, artifacts: Sequence[Artifact], quiet: bool, record: bool = False
+) -> ScoringPlan:
     from canon.judge.batch import PrepaidJudge, run_batch
 
     cached = plan.judge
     judge = model_judge(cached)
     assert isinstance(cached, CachingJudge) and judge is not None  # checked by _batchable
-    pending, _, _ = pending_requests(plan, artifacts)
+    pending, _, _ = pending_requests(plan, artifacts, planned_looks(plan, artifacts, record=record))
     requests = [(key, request) for key, request in pending if key is not None]
     if not requests:
         return plan
