@@ -48,7 +48,9 @@ def test_the_judges_reason_for_a_violated_principle_is_in_text_junit_and_html(tm
         timeout=120,
         check=False,
     )
-    assert done.returncode == 0, done.stderr  # 8 of 9 scored questions: 0.889, still canon
+    # 8 of 9 scored questions average 0.889, but a confirmed "no" on a principle is a plain
+    # violation: non-canon whatever the average (part of the gate)
+    assert done.returncode == 1, done.stderr
     lines = done.stdout.splitlines()
     where = lines.index(
         "    P2 [escalate-large-refunds] 0.00: Hand any refund above 200 EUR to a human agent "
@@ -56,5 +58,7 @@ def test_the_judges_reason_for_a_violated_principle_is_in_text_junit_and_html(tm
     )
     assert lines[where + 1] == f"        judge: {WHY} ANSWER: no"
     case = ET.parse(project / "r.xml").getroot().find("testsuite/testcase")
-    assert case is not None and case.find("failure") is None  # canon: nothing failed
+    failure = None if case is None else case.find("failure")
+    assert failure is not None and "principle P2 plainly violated" in (failure.get("message") or "")
+    assert WHY in (failure.text or "")  # the judge's reason reaches the JUnit failure
     assert f"{WHY}\nANSWER: no" in (project / "r.html").read_text()
