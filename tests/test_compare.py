@@ -496,14 +496,16 @@ def test_identical_texts_are_left_out_of_the_mean_drift_test():
 
 
 def test_a_known_failure_is_still_compared_question_by_question():
-    # non-canon in the baseline (P1 "no"), and now P2 flips too: a regression without --strict
-    known = _with_text(_result("a", P1="no"), "old reply")
+    # non-canon in the baseline (a contradiction), and now P2 flips too: a regression
+    # without --strict
+    known = _with_text(_result("a", P1="no", G="yes"), "old reply")
     baseline = _recorded([known])
     assert baseline.artifacts["a"].canon is False
-    still = gate([_with_text(_result("a", P1="no"), "new reply")], baseline, 0.5)
+    still = gate([_with_text(_result("a", P1="no", G="yes"), "new reply")], baseline, 0.5)
     assert not still.failed and [n.key for n in still.known] == ["a"]
-    assert gate([_with_text(_result("a", P1="no"), "new reply")], baseline, 0.5, strict=True).failed
-    worse = gate([_with_text(_result("a", P1="no", P2="no"), "new reply")], baseline, 0.5)
+    again = [_with_text(_result("a", P1="no", G="yes"), "new reply")]
+    assert gate(again, baseline, 0.5, strict=True).failed
+    worse = gate([_with_text(_result("a", P1="no", G="yes", P2="no"), "new reply")], baseline, 0.5)
     assert worse.failed and [(f.question, f.status) for f in worse.regressions] == [
         ("P2", "pending")
     ]

@@ -75,8 +75,8 @@ class ArtifactResult:
     below_threshold: bool | None = None
     # What confirmation re-asks about this artifact spent (None: none were asked of a model).
     reask_usage: Usage | None = None
-    # Principle questions whose worst answer fails the artifact outright (first answers
-    # until confirmation settles them, then only the confirmed ones).
+    # Principle questions whose worst answer, confirmed by re-asks, fails the artifact
+    # outright (canon.core.settle); a first pass alone never sets it.
     violated: tuple[str, ...] = ()
     digest: str | None = None  # the digest of the artifact's text (canon.core.artifact)
 
@@ -274,8 +274,6 @@ def judge_verdict(
         reasons.append(
             f"{REFUSED_PREFIX} {len(refused)} of {len(cells)} questions ({ids}): {REFUSAL_NOTE}"
         )
-    violated = tuple(c.id for c in cells if plainly_violated(c))
-    reasons.extend(violation_reason(c) for c in cells if c.id in violated)
     unscored = [c for c in cells if c.state == "unscored"]
     if unscored:
         ids = ", ".join(c.id for c in unscored)
@@ -297,7 +295,6 @@ def judge_verdict(
         gates=tuple(gates),
         reasons=tuple(reasons),
         notes=notes,
-        violated=violated,
     )
 
 
