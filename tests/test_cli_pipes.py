@@ -51,6 +51,9 @@ def test_a_regression_still_exits_1_through_a_closed_pipe(project):
     assert _piped(project, "accept --quiet").returncode == 0
     script = project / "judge-script.yaml"
     script.write_text('refund above 200: "no"\n' + script.read_text())
+    # the replies changed too: an identical text cannot regress on the judge alone
+    suite = project / "suite.yaml"
+    suite.write_text(suite.read_text().replace("text: >-\n      ", "text: >-\n      Hello. "))
     done = _piped(project, "check --junit-xml out/r.xml")
     assert done.returncode == 1, done.stderr
     assert "internal error" not in done.stderr
