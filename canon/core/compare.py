@@ -182,8 +182,9 @@ def _non_canon(
     if not reasons:
         reasons.append("no question applied to this artifact")
     known = record is not None and record.canon is False
-    # A deterministic gate is a fact about the text and its files, not the judge's say-so.
-    judge_only = same and result.stopped_by is None
+    # A deterministic gate is a fact about the text and its files, not the judge's say-so;
+    # a refusal is no reading at all, and fails closed on any text.
+    judge_only = same and result.stopped_by is None and not result.refused
     return NonCanon(result.key, tuple(reasons), known, judge_only)
 
 
