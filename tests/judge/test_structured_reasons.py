@@ -191,6 +191,8 @@ def test_a_checks_regression_quotes_the_structured_reason(project, fake_llm, mon
     accepted = _invoke(project, "accept", "--quiet")
     assert accepted.exit_code == 0, accepted.output
     p2.replies = [_json("no", WHY)]  # the agent changed: now it decides the refund itself
+    suite = project / "one.yaml"  # and its reply reads differently (a new text)
+    suite.write_text(suite.read_text().replace("myself.", "myself, today."))
     checked = _invoke(project, "check", "--quiet")
     assert checked.exit_code == 1, checked.output
     lines = checked.output.splitlines()
