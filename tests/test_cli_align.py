@@ -206,6 +206,9 @@ def _fail_p2(project: Path, monkeypatch) -> None:
     """Accept with P2 upheld everywhere, then check with the judge that denies it on three."""
     _judge(monkeypatch, _steady)
     assert _canon(project, "accept").exit_code == 0
+    # the agent's replies changed too: an identical text cannot regress on the judge alone
+    suite = project / "suite.yaml"
+    suite.write_text(suite.read_text().replace("    text: ", "    text: Hello. "))
 
 
 def test_a_failed_check_names_the_failing_principles_recorded_alignment(project, monkeypatch):
@@ -347,9 +350,12 @@ def test_a_newly_non_canon_artifact_names_the_gate_and_an_undefined_kappa(projec
     _canon(project, "align")  # people and judge both said "no contradiction" throughout
     _judge(monkeypatch, _steady)
     _canon(project, "accept")
+    # r1's reply changed (an identical text cannot regress on the judge alone)
+    suite = project / "suite.yaml"
+    suite.write_text(suite.read_text().replace(TEXTS["r1"], "Hello. " + TEXTS["r1"]))
 
     def contradicts(question: Question, text: str) -> str:
-        if question.id == "G" and text == TEXTS["r1"]:
+        if question.id == "G" and text == "Hello. " + TEXTS["r1"]:
             return "yes"
         return _steady(question, text)
 
