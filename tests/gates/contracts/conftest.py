@@ -140,8 +140,8 @@ class Child:
             os.kill(self.pid, signal.SIGKILL)
         self.wait(10)
 
-    def stop(self, timeout: float = 20) -> int:
-        """Ctrl-C, and its exit code."""
+    def stop(self, timeout: float = 60) -> int:
+        """Ctrl-C, and its exit code (a loaded CI machine with moto can take a while to answer)."""
         os.kill(self.pid, signal.SIGINT)
         return self.wait(timeout)
 
