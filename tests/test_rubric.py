@@ -12,7 +12,7 @@ from canon.project.store import RUBRIC_FILE, parse_yaml
 
 # Every released rubric version and the fingerprint of its content. A released file is
 # never edited: changing the questions means a new file with a new version (and an entry here).
-RELEASED = {"1.0.0": "4603ef5595b118a0"}
+RELEASED = {"1.0.0": "4603ef5595b118a0", "1.1.0": "ed230a1f5b18ce35"}
 
 
 def test_packaged_rubric_matches_its_released_fingerprint():
@@ -87,3 +87,39 @@ def test_passing_a_rubric_to_the_metric_is_refused_with_the_reason(constitution)
     message = str(info.value)
     assert "fixed, versioned rubric" in message
     assert "constitution" in message
+
+
+def test_every_question_of_the_current_rubric_ships_two_alternate_wordings(constitution):
+    rubric = load_rubric()
+    for question in rubric.questions_for(constitution):
+        assert len(question.wordings) == 2 and question.text not in question.wordings
+        if question.subject is not None:
+            assert all(question.subject in wording for wording in question.wordings)
+        assert [question.wording(k) for k in range(4)] == [
+            question.text,
+            *question.wordings,
+            question.text,
+        ]
+
+
+def test_wordings_are_part_of_the_fingerprint():
+    data = copy.deepcopy(_rubric_data())
+    before = rubric_from_mapping(data, source="r.yaml").fingerprint
+    data["questions"][0]["wordings"][0] = "Another wording of the mission question?"
+    assert rubric_from_mapping(data, source="r.yaml").fingerprint != before
+
+
+@pytest.mark.parametrize(
+    ("mutate", "fragment"),
+    [
+        (lambda d: d["questions"][0].update(wordings=[]), "'wordings' must be a non-empty list"),
+        (lambda d: d["questions"][0].update(wordings=["  "]), "wording 1 must be non-empty"),
+        (lambda d: d["questions"][0].update(wordings=["a?", "a?"]), "repeat"),
+        (lambda d: d["principle_question"].update(wordings=["no slot"]), "must contain"),
+    ],
+)
+def test_malformed_wordings_are_refused(mutate, fragment):
+    data = copy.deepcopy(_rubric_data())
+    mutate(data)
+    with pytest.raises(RubricError, match=fragment.replace("{", r"\{")):
+        rubric_from_mapping(data, source="r.yaml")

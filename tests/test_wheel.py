@@ -37,7 +37,8 @@ def test_the_built_wheel_carries_the_rubric_and_loads_it_when_installed(tmp_path
         names = archive.namelist()
         entry_points = next(n for n in names if n.endswith("entry_points.txt"))
         assert "canon = canon.pytest_plugin" in archive.read(entry_points).decode()
-    assert "canon/_rubric/cdt-1.0.0.yaml" in names
+    assert "canon/_rubric/cdt-1.0.0.yaml" in names  # released versions stay shipped
+    assert "canon/_rubric/cdt-1.1.0.yaml" in names
 
     fresh = tmp_path / "fresh"
     venv.create(fresh, with_pip=False)
@@ -63,7 +64,7 @@ def test_the_built_wheel_carries_the_rubric_and_loads_it_when_installed(tmp_path
         [str(python), "-c", probe], capture_output=True, text=True, check=True, cwd=tmp_path
     ).stdout.splitlines()
     assert out[0].startswith(site), out
-    assert out[1].startswith("cdt 1.0.0 ")
+    assert out[1].startswith("cdt 1.1.0 ")
     assert out[2] == "claims-processing-v1"  # bundled contract templates ship too
     from canon import load_rubric
 

@@ -1,15 +1,21 @@
 """Calibration: measure how often the judge changes its answer when asked the same again.
 
 A seeded sample of (artifact, question) cells is asked ``repeats`` times, each time as a new
-re-ask variant (choices reordered, sampled afresh), exactly as ``canon check`` confirms. A
-cell's flip rate is the share of its answers that differ from its majority answer; rates
-are pooled per question and per question kind, with Wilson intervals, and the upper bound
-of the worst kind becomes the recommended ``flip_rate`` for the check.
+re-ask variant (reworded, choices reordered, sampled afresh), exactly as ``canon check``
+confirms. A cell's flip rate is the share of its answers that differ from its majority
+answer; rates are pooled per question and per question kind, with Wilson intervals, and the
+upper bound of the worst kind becomes the recommended ``flip_rate`` for the check.
+
+Two stability measures separate what moves the answers, each asked as a first ask is (so a
+judge at temperature 0 shows only what the change itself does): *paraphrase* stability asks
+each cell in every wording of its question with the choices in the rubric's order, *order*
+stability asks its own wording with the choices in up to three orders.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import math
 import random
 from collections.abc import Sequence
@@ -18,11 +24,14 @@ from dataclasses import dataclass
 from canon.check.runner import DEFAULT_CONCURRENCY, ScoringPlan
 from canon.core.artifact import Artifact
 from canon.core.evidence import DEFAULT_FLIP_RATE
+from canon.core.prompt import choice_order
+from canon.core.rubric import Question
 from canon.core.stats import wilson_ci
 from canon.errors import JudgeError, JudgeScriptError, UsageError
 from canon.judge.base import JudgeRequest
 
 MAX_SENSIBLE_FLIP_RATE = 0.3  # beyond this, re-asking costs more than a better judge
+ORDERS = 3  # choice orders asked for order stability (the gate has only two)
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +61,9 @@ class Calibration:
     failed: int  # answers the judge could not give
     by_kind: dict[str, FlipTally]
     by_question: dict[str, FlipTally]
+    # Per question kind: answers across the question's wordings, and across choice orders.
+    paraphrase: dict[str, FlipTally] = dataclasses.field(default_factory=dict)
+    order: dict[str, FlipTally] = dataclasses.field(default_factory=dict)
 
     @property
     def recommended_flip_rate(self) -> float:
@@ -105,8 +117,10 @@ async def calibrate(
     chosen = random.Random(seed).sample(pairs, min(cells, len(pairs)))
     limiter = asyncio.Semaphore(max(1, concurrency))
 
-    async def ask(artifact: Artifact, variant: int, question_index: int) -> str | None:
-        question = plan.questions[question_index]
+    async def ask(
+        artifact: Artifact, variant: int, question_index: int, put: Question | None = None
+    ) -> str | None:
+        question = put or plan.questions[question_index]
         request = JudgeRequest(
             question, artifact, plan.constitution, plan.rubric.instructions, variant
         )
@@ -126,8 +140,64 @@ async def calibrate(
             for a, q in chosen
         )
     )
+    # The first ask's conditions (variant 0), with only the wording or the order changed.
+    reworded = await asyncio.gather(
+        *(asyncio.gather(*(ask(a, 0, index[q.id], p) for p in paraphrases(q))) for a, q in chosen)
+    )
+    reordered = await asyncio.gather(
+        *(asyncio.gather(*(ask(a, 0, index[q.id], p) for p in reorderings(q))) for a, q in chosen)
+    )
     by_kind: dict[str, list[int]] = {}
     by_question: dict[str, list[int]] = {}
+    failed = _tally(chosen, answers, (by_kind, by_question))
+    paraphrase: dict[str, list[int]] = {}
+    order: dict[str, list[int]] = {}
+    failed += _tally(chosen, reworded, (paraphrase,))
+    failed += _tally(chosen, reordered, (order,))
+    return Calibration(
+        cells=len(chosen),
+        repeats=repeats,
+        failed=failed,
+        by_kind={k: FlipTally(*v) for k, v in sorted(by_kind.items())},
+        by_question={k: FlipTally(*v) for k, v in by_question.items()},
+        paraphrase={k: FlipTally(*v) for k, v in sorted(paraphrase.items())},
+        order={k: FlipTally(*v) for k, v in sorted(order.items())},
+    )
+
+
+def paraphrases(question: Question) -> list[Question]:
+    """The question in each of its wordings, the choices in the rubric's order."""
+    texts = [question.text, *question.wordings]
+    return [
+        dataclasses.replace(question, text=t, wordings=(), base_text=question.text) for t in texts
+    ]
+
+
+def reorderings(question: Question) -> list[Question]:
+    """The question in its own wording, with its choices in up to ``ORDERS`` orders."""
+    return [
+        dataclasses.replace(question, choices=choice_order(question, v), wordings=())
+        for v in _variants_with_new_orders(question)[:ORDERS]
+    ]
+
+
+def _variants_with_new_orders(question: Question) -> list[int]:
+    seen: list[tuple[str, ...]] = []
+    found: list[int] = []
+    for variant in range(2 * len(question.choices)):
+        labels = tuple(c.label for c in choice_order(question, variant))
+        if labels not in seen:
+            seen.append(labels)
+            found.append(variant)
+    return found
+
+
+def _tally(
+    chosen: Sequence[tuple[Artifact, Question]],
+    answers: Sequence[Sequence[str | None]],
+    tables: Sequence[dict[str, list[int]]],
+) -> int:
+    """Add each cell's answers that differ from its majority; return the failed answers."""
     failed = 0
     for (_artifact, question), labels in zip(chosen, answers, strict=True):
         given = [label for label in labels if label is not None]
@@ -136,14 +206,8 @@ async def calibrate(
             continue
         majority = max(sorted(set(given)), key=given.count)
         flips = sum(label != majority for label in given)
-        for table, key in ((by_kind, question.kind), (by_question, question.id)):
+        for table, key in zip(tables, (question.kind, question.id), strict=False):
             tally = table.setdefault(key, [0, 0])
             tally[0] += flips
             tally[1] += len(given)
-    return Calibration(
-        cells=len(chosen),
-        repeats=repeats,
-        failed=failed,
-        by_kind={k: FlipTally(*v) for k, v in sorted(by_kind.items())},
-        by_question={k: FlipTally(*v) for k, v in by_question.items()},
-    )
+    return failed

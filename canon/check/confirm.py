@@ -22,7 +22,16 @@ from dataclasses import dataclass
 from canon.check.runner import DEFAULT_CONCURRENCY, ScoringPlan
 from canon.core.artifact import Artifact
 from canon.core.baseline import ArtifactRecord, Baseline, recorded_question
-from canon.core.evidence import DecisionRule, Evidence, add_answer, failed_reask, open_evidence_from
+from canon.core.evidence import (
+    DecisionRule,
+    Evidence,
+    add_answer,
+    failed_reask,
+    mass_on,
+    open_evidence_from,
+)
+from canon.core.prompt import choice_order
+from canon.core.rubric import Question
 from canon.core.scoring import (
     Answer,
     ArtifactResult,
@@ -59,6 +68,11 @@ class Confirmation:
     reasks: int  # judge calls after the first pass: second looks and confirmation re-asks
     disagreements: int  # re-asks whose answer differed from the cell's majority answer
     asks: Mapping[CellKey, int] = dataclasses.field(default_factory=dict)  # answers per cell
+    # Per cell, the re-asks that agreed with its first low answer: which wording, choice
+    # order (and judge) each used, so a report can say what confirmed a flip.
+    variations: Mapping[CellKey, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    # Per artifact with replicates, how many responses its first answers pooled.
+    replicates: Mapping[str, int] = dataclasses.field(default_factory=dict)
 
     @property
     def disagreement_rate(self) -> float | None:
@@ -124,10 +138,12 @@ async def confirm(
     )
     evidence: dict[CellKey, Evidence] = {}
     asks: dict[CellKey, int] = {}
+    variations: dict[CellKey, tuple[str, ...]] = {}
     reasks = disagreements = 0
     for outcome in settled:
         evidence.update(outcome.evidence)
         asks.update(outcome.asks)
+        variations.update(outcome.variations)
         reasks += outcome.reasks
         disagreements += outcome.disagreements
     return Confirmation(
@@ -137,6 +153,8 @@ async def confirm(
         reasks=reasks,
         disagreements=disagreements,
         asks=asks,
+        variations=variations,
+        replicates={a.key: len(a.texts) for a in artifacts if a.replicates},
     )
 
 
@@ -174,10 +192,33 @@ class _Settled:
     reasks: int
     disagreements: int
     asks: Mapping[CellKey, int]
+    variations: Mapping[CellKey, tuple[str, ...]] = dataclasses.field(default_factory=dict)
 
 
 async def _unchanged(result: ArtifactResult) -> _Settled:
     return _Settled(result, {}, 0, 0, {})
+
+
+def replicate_for(variant: int, replicates: int) -> int:
+    """Which response re-ask ``variant`` shows: the first ``replicates`` re-asks show each
+    once, and over ``replicates``² re-asks every response meets each of the rubric's three
+    wordings (k mod 3), rather than one fixed pairing."""
+    if replicates <= 1 or variant <= 0:
+        return 0
+    step = variant - 1
+    return (step + step // replicates) % replicates
+
+
+def describe_variant(
+    question: Question, variant: int, judge: str | None = None, replicates: int = 1
+) -> str:
+    """How re-ask ``variant`` put the question: its wording, choice order, response, judge."""
+    count = len(question.wordings) + 1
+    order = "/".join(c.label for c in choice_order(question, variant))
+    text = f"re-ask {variant}: wording {variant % count + 1} of {count}, choices {order}"
+    if replicates > 1:
+        text += f", response {replicate_for(variant, replicates) + 1} of {replicates}"
+    return text if judge is None else f"{text}, judge {judge}"
 
 
 class _ArtifactConfirmation:
@@ -204,6 +245,7 @@ class _ArtifactConfirmation:
         self.evidence: dict[str, Evidence] = {}
         self.failed: dict[str, str] = {}
         self.spent: list[Usage] = []  # what the re-asks cost, failed ones included
+        self.agreeing: dict[str, list[str]] = {}  # per cell, the variations that agreed
 
     async def run(
         self,
@@ -249,6 +291,7 @@ class _ArtifactConfirmation:
             reasks,
             disagreements,
             {(key, q): len(a) for q, a in self.answers.items()},
+            {(key, q): tuple(v) for q, v in self.agreeing.items() if v},
         )
 
     async def _look(self, qid: str) -> None:
@@ -287,27 +330,59 @@ class _ArtifactConfirmation:
         evidence = open_evidence_from(
             cell.question, self.answers[qid], self.rule, self.cells, labels
         )
-        while evidence.status == "open" and evidence.reasks < self.rule.max_reasks:
-            answer = await self._ask(cell, variant=evidence.asks)
+        tally = [[0, 0] for _ in self.artifact.texts]  # per response: agreed, disagreed
+        while (
+            evidence.status == "open"
+            # with replicates, a claim is not settled before every response was re-asked
+            or (
+                evidence.status == "confirmed"
+                and len(tally) > 1
+                and any(a + d == 0 for a, d in tally)
+            )
+        ) and evidence.reasks < self.rule.max_reasks:
+            variant = evidence.asks
+            answer = await self._ask(cell, variant=variant)
             if isinstance(answer, str):
                 self.failed[qid] = answer
                 evidence = failed_reask(evidence)
                 break
             self.answers[qid].append(dict(answer.distribution))
+            agrees = mass_on(evidence.labels, answer.distribution) > 0.5
+            shown = replicate_for(variant, len(self.artifact.texts))
+            tally[shown][0 if agrees else 1] += 1
+            if agrees:
+                second = self.plan.confirm_judge
+                self.agreeing.setdefault(qid, []).append(
+                    describe_variant(
+                        cell.question,
+                        variant,
+                        None if second is None else second.name,
+                        len(self.artifact.texts),
+                    )
+                )
             evidence = add_answer(evidence, answer.distribution, self.rule, self.cells)
+        if evidence.status == "confirmed" and len(tally) > 1 and any(a <= d for a, d in tally):
+            # A misreading sticks to one text, so with replicates the response, not the ask,
+            # is the unit of evidence: a claim stands only when the re-asks of every response
+            # bear it out. Split responses leave the question undecided, never failed.
+            evidence = dataclasses.replace(evidence, status="open")
         self.evidence[qid] = evidence
 
     async def _ask(self, cell: Cell, *, variant: int) -> Answer | str:
+        # With replicates each re-ask shows another response: a misreading that sticks to one
+        # text is then outvoted by the others instead of repeating itself.
+        shown = self.artifact.replicate(replicate_for(variant, len(self.artifact.texts)))
         request = JudgeRequest(
             cell.question,
-            self.artifact,
+            shown,
             self.plan.constitution,
             self.plan.rubric.instructions,
             variant,
         )
+        judge = self.plan.confirm_judge or self.plan.judge
         try:
             async with self.limiter:  # a tripped breaker raises here: the re-ask failed
-                answer = await self.plan.judge.answer(request)
+                answer = await judge.answer(request)
             if answer.usage is not None:
                 self.spent.append(answer.usage)
             score_cell(cell.question, answer)  # refuse a reply the cell could not hold
@@ -344,7 +419,18 @@ class _ArtifactConfirmation:
         if not answers:
             return 0
         majority = _majority(self.answers[qid])
-        return sum(1 for a in answers if _modal(a) != majority)
+        count = len(self.artifact.texts)
+        if count == 1:
+            return sum(1 for a in answers if _modal(a) != majority)
+        # Two responses may truly differ: a re-ask is judge noise only against the other
+        # answers about its own response (or the cell's majority when it is that one's only).
+        groups: dict[int, list[Mapping[str, float]]] = {}
+        for variant, answer in enumerate(answers, 1):
+            groups.setdefault(replicate_for(variant, count), []).append(answer)
+        return sum(
+            sum(1 for a in group if _modal(a) != (_majority(group) if len(group) > 1 else majority))
+            for group in groups.values()
+        )
 
 
 def _score(cells: Sequence[Cell]) -> float | None:

@@ -74,6 +74,7 @@ def baseline_from_run(plan: ScoringPlan, confirmation: Confirmation) -> Baseline
         constitution=plan.constitution.digest,
         threshold=plan.threshold,
         asks=confirmation.asks,
+        replicates=confirmation.replicates,
     )
 
 
@@ -128,6 +129,12 @@ def compare_run(
         strict=strict,
         constitution=plan.constitution.digest,
     )
+    if confirmation.variations:
+        flips = tuple(
+            replace(f, confirmed_by=confirmation.variations.get((f.key, f.question), ()))
+            for f in comparison.flips
+        )
+        comparison = replace(comparison, flips=flips)
     extra = provenance_notes(baseline, judge=plan.judge.name, constitution=plan.constitution.digest)
     if not extra:
         return comparison

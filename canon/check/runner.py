@@ -12,6 +12,7 @@ from canon.core.constitution import Constitution
 from canon.core.gate_outcome import GateOutcome
 from canon.core.rubric import Question, Rubric
 from canon.core.scoring import (
+    Answer,
     ArtifactResult,
     Cell,
     judge_verdict,
@@ -20,6 +21,7 @@ from canon.core.scoring import (
     stopped_verdict,
     unscored_cell,
 )
+from canon.core.usage import total
 from canon.errors import JudgeError, JudgeRefusedError, JudgeScriptError
 from canon.judge.base import Judge, JudgeRequest
 from canon.judge.concurrency import AdaptiveLimiter
@@ -42,6 +44,9 @@ class ScoringPlan:
     judge: Judge
     threshold: float
     gates: tuple[ArtifactGate, ...] = ()
+    # A second judge that asks the confirmation re-asks (``confirm_judge``), so a flip is
+    # confirmed by another model rather than by the first one repeating itself.
+    confirm_judge: Judge | None = None
 
     @property
     def questions(self) -> tuple[Question, ...]:
@@ -60,8 +65,44 @@ async def score_artifact(
     limiter = limiter or AdaptiveLimiter(DEFAULT_CONCURRENCY)
     questions = plan.questions
     shares = prefix_shares(questions)
-    cells = await _all([_ask(plan, artifact, q, limiter, shares[q.id]) for q in questions])
+    if artifact.replicates:
+        cells = await _all([_pooled(plan, artifact, q, limiter, shares[q.id]) for q in questions])
+    else:
+        cells = await _all([_ask(plan, artifact, q, limiter, shares[q.id]) for q in questions])
     return replace(judge_verdict(artifact.key, cells, plan.threshold, outcomes), digest=digest)
+
+
+async def _pooled(
+    plan: ScoringPlan,
+    artifact: Artifact,
+    question: Question,
+    limiter: AdaptiveLimiter,
+    shares: int = 1,
+) -> Cell:
+    """One question asked of every replicate, the answers pooled into one cell.
+
+    Each replicate weighs the same (their distributions are averaged); if any replicate
+    goes unanswered the cell is unscored: a pooled answer missing a replicate is not the
+    spread the baseline recorded.
+    """
+    asked = [
+        _ask(plan, artifact.replicate(i), question, limiter, shares)
+        for i in range(len(artifact.texts))
+    ]
+    cells = await _all(asked)
+    failed = next((c for c in cells if c.state == "unscored"), None)
+    if failed is not None:
+        return failed
+    mixed: dict[str, float] = {}
+    for cell in cells:
+        for label, mass in cell.distribution:
+            mixed[label] = mixed.get(label, 0.0) + mass / len(cells)
+    spent = [c.usage for c in cells if c.usage is not None]
+    usage = total(spent) if spent else None
+    try:
+        return score_cell(question, Answer(mixed, cells[0].rationale, usage))
+    except JudgeError as exc:
+        return unscored_cell(question, str(exc))
 
 
 async def _ask(

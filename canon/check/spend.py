@@ -13,6 +13,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from canon.check.confirm import replicate_for
 from canon.check.runner import ScoringPlan
 from canon.core.artifact import Artifact, text_digest
 from canon.core.baseline import SETTLED_FORMAT, Baseline, recorded_question
@@ -127,8 +128,10 @@ def baseline_reasks(baseline: Baseline, plan: ScoringPlan) -> dict[tuple[str, st
     for key, record in baseline.artifacts.items():
         for question in plan.questions:
             row = recorded_question(record, question)
-            if row is not None and row.asks is not None and row.asks > looks:
-                reasks[(key, question.id)] = row.asks - 1
+            # a replicated record's asks count one first answer per response
+            extra = (record.replicates or 1) - 1
+            if row is not None and row.asks is not None and row.asks > looks + extra:
+                reasks[(key, question.id)] = row.asks - 1 - extra
     return reasks
 
 
@@ -174,14 +177,16 @@ def pending_requests(
         if any(gate(artifact).stops for gate in plan.gates):
             stopped += 1
             continue
-        asks = [
-            (question, variant)
+        # every response's first ask, then the re-asks, each showing the response it would
+        asks = [(question, shown, 0) for question in questions for shown in _responses(artifact)]
+        asks.extend(
+            (question, artifact.replicate(replicate_for(variant, len(artifact.texts))), variant)
             for question in questions
-            for variant in range(1 + (reasks or {}).get((artifact.key, question.id), 0))
-        ]
-        for question, variant in asks:
+            for variant in range(1, 1 + (reasks or {}).get((artifact.key, question.id), 0))
+        )
+        for question, shown, variant in asks:
             request = JudgeRequest(
-                question, artifact, plan.constitution, plan.rubric.instructions, variant
+                question, shown, plan.constitution, plan.rubric.instructions, variant
             )
             if cache is None or identity is None:
                 pending.append((None, request))
@@ -193,6 +198,11 @@ def pending_requests(
             seen.add(key)
             pending.append((key, request))
     return pending, cached, stopped
+
+
+def _responses(artifact: Artifact) -> list[Artifact]:
+    # an artifact with replicates is asked each question once per response
+    return [artifact.replicate(i) for i in range(len(artifact.texts))]
 
 
 def estimate_run(

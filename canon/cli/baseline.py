@@ -188,9 +188,11 @@ def check(
     whole run's chance of a false alarm is held under alpha (canon.yaml, default 0.05). A
     text identical to the baseline's cannot regress on the judge alone. Exit codes: 0 conforms,
     1 a regression or a new non-canon artifact, 2 bad input, config or baseline, 3 the
-    judge was unavailable, 4 the run would exceed max_cost. A baseline judged by another
-    judge is refused (exit 2): "canon rejudge" compares the judges first. A failed check
-    names, per question it failed on, the judge's recorded agreement with human labels
+    judge was unavailable, 4 the run would exceed max_cost, 6 inconclusive: the check
+    would fail, but the judge is too noisy to separate a regression (its re-asks disagree
+    more than flip_rate, or it gives one answer almost everywhere). A baseline judged by
+    another judge is refused (exit 2): "canon rejudge" compares the judges first. A failed
+    check names, per question it failed on, the judge's recorded agreement with human labels
     ("canon align").
     """
     check_report_paths(junit_path, html_path)

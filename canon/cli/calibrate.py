@@ -36,7 +36,9 @@ def calibrate(
 
     Each answer is a fresh re-ask variant, as in `canon check`'s confirmations, and no
     answer comes from the cache. The recommended flip_rate is the upper bound of the
-    noisiest question kind; put it in canon.yaml.
+    noisiest question kind; put it in canon.yaml. It also reports paraphrase stability (each
+    cell asked in every wording of its question) and order stability (in up to three choice
+    orders), asked with first-ask settings: about 5 more calls per cell.
     """
     config, _suite, artifacts = load_run(config_path, suite_path)
     plan = build_plan(config, use_cache=False)
@@ -70,6 +72,13 @@ def render_calibration(found: Calibration, assumed: float) -> str:
     lines.extend(f"  {kind:10} {_tally(t)}" for kind, t in found.by_kind.items())
     lines.append("per question:")
     lines.extend(f"  {qid:12} {_tally(t)}" for qid, t in found.by_question.items())
+    for title, table in (
+        ("paraphrase stability: answers across the question's wordings", found.paraphrase),
+        ("order stability: answers across choice orders", found.order),
+    ):
+        if table:
+            lines.append(f"{title} (first-ask settings; share differing from the majority):")
+            lines.extend(f"  {kind:10} {_tally(t)}" for kind, t in table.items())
     if found.failed:
         lines.append(f"note: the judge failed {found.failed} answer(s); they are left out")
     lines.append(
@@ -96,6 +105,8 @@ def calibration_document(found: Calibration, assumed: float) -> dict[str, Any]:
         "failed_answers": found.failed,
         "by_kind": {k: tally(t) for k, t in found.by_kind.items()},
         "by_question": {k: tally(t) for k, t in found.by_question.items()},
+        "paraphrase_stability": {k: tally(t) for k, t in found.paraphrase.items()},
+        "order_stability": {k: tally(t) for k, t in found.order.items()},
         "assumed_flip_rate": assumed,
         "recommended_flip_rate": found.recommended_flip_rate,
         "advice": found.advice,

@@ -22,7 +22,9 @@ from canon.core.baseline import Baseline
 from canon.core.compare import Comparison
 from canon.core.scoring import ArtifactResult
 from canon.errors import ConfigError, UsageError
+from canon.judge.base import Judge
 from canon.judge.cache import CachingJudge, cached_judge
+from canon.judge.mock import MockJudge
 from canon.judge.sync import run_sync
 from canon.project.config import Config, load_config, load_env_files
 from canon.project.judge_factory import judge_from_spec
@@ -211,16 +213,42 @@ def build_plan(config: Config, *, use_cache: bool = True) -> ScoringPlan:
         if config.source is None or not str(exc).startswith(("judge_model", "judge_options")):
             raise
         raise ConfigError(f"{config.source}: {exc}") from None
+    second = _confirm_judge(config)
     # Opened last, so a config error above never leaves an empty cache file behind.
-    judge = cached_judge(judge, config.judge_cache if use_cache else None)
+    cache = config.judge_cache if use_cache else None
+    judge = cached_judge(judge, cache)
     plan = ScoringPlan(
         constitution=constitution,
         rubric=rubric,
         judge=judge,
         threshold=config.threshold,
         gates=gates,
+        confirm_judge=None if second is None else cached_judge(second, cache),
     )
     return with_budget(config, plan)
+
+
+def _confirm_judge(config: Config) -> Judge | None:
+    """The second judge ``confirm_judge`` names, built with the same judge_options."""
+    if config.confirm_judge is None:
+        return None
+    where = config.source or "canon.yaml"
+    try:
+        mock = config.confirm_judge.startswith("mock:")
+        second = judge_from_spec(
+            config.confirm_judge,
+            base_dir=config.base_dir,
+            options=None if mock else config.judge_options,
+        )
+    except ConfigError as exc:
+        raise ConfigError(f"{where}: confirm_judge: {exc}") from None
+    if config.max_cost is not None and not isinstance(second, MockJudge):
+        # The spending guard holds one judge to max_cost; two would each get the whole budget.
+        raise ConfigError(
+            f"{where}: confirm_judge with a model cannot be combined with max_cost yet "
+            "(the budget would hold only the first judge); remove one of them"
+        )
+    return second
 
 
 def _config_gates(config: Config) -> tuple[ArtifactGate, ...]:

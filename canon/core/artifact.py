@@ -20,11 +20,26 @@ class Artifact:
     response: Any = None  # parsed JSON the policy gate checks, when there is one
     trace: Any = None  # parsed OpenTelemetry trace the contract gate checks, when there is one
     id: str | None = None  # a stable id from the suite; otherwise the key is a text digest
+    # Further responses of the same artifact (repeated agent runs): each is judged, and the
+    # answers are pooled, so the verdict rests on the spread of the agent's outputs.
+    replicates: tuple[str, ...] = ()
 
     @property
     def key(self) -> str:
         """How a baseline finds this artifact again: its suite id, or a digest of its text."""
         return self.id if self.id is not None else text_key(self.text)
+
+    @property
+    def texts(self) -> tuple[str, ...]:
+        """Every response of this artifact: its text, then its replicates."""
+        return (self.text, *self.replicates)
+
+    def replicate(self, index: int) -> Artifact:
+        """The artifact as its ``index``-th response (counted round), for one judge call."""
+        texts = self.texts
+        if len(texts) == 1:
+            return self
+        return Artifact(texts[index % len(texts)], self.response, self.trace, self.id)
 
 
 def text_key(text: str) -> str:

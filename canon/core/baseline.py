@@ -23,6 +23,8 @@ _STOPPERS: frozenset[str] = frozenset({"policy", "contract"})
 _TOP_KEYS = frozenset({"format", "rubric", "judge", "constitution", "threshold", "artifacts"})
 _RECORD_KEYS = frozenset({"score", "gated", "canon", "stopped_by", "questions"})
 _RECORD_KEYS_4 = _RECORD_KEYS | {"digest"}
+# Written only for an artifact judged over several responses (repeated agent runs).
+_OPTIONAL_RECORD_KEYS = frozenset({"replicates"})
 _LEGACY_RECORD_KEYS = frozenset({"score", "gated"})
 _QUESTION_KEYS = frozenset({"score", "confidence", "state", "subject"})
 _QUESTION_KEYS_3 = _QUESTION_KEYS | {"distribution", "asks", "principle"}
@@ -55,6 +57,8 @@ class ArtifactRecord:
     stopped_by: str | None = None  # "policy" or "contract" when a gate stopped it
     questions: Mapping[str, QuestionRecord] | None = None  # None in the legacy format
     digest: str | None = None  # the text's digest (format 4); None: the text is unknown
+    # How many responses of the artifact its answers pooled; None for one response.
+    replicates: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,13 +88,16 @@ def baseline_from_results(
     constitution: str,
     threshold: float,
     asks: Mapping[tuple[str, str], int] | None = None,
+    replicates: Mapping[str, int] | None = None,
 ) -> Baseline:
     """Record a run as a baseline in the current format.
 
     ``asks`` says how many answers each (artifact, question) cell pooled; one by default.
+    ``replicates`` says how many responses an artifact's first answers pooled; one by default.
     """
     artifacts: dict[str, ArtifactRecord] = {}
     for result in results:
+        count = (replicates or {}).get(result.key, 1)
         questions = {
             cell.id: QuestionRecord(
                 cell.score,
@@ -98,7 +105,9 @@ def baseline_from_results(
                 cell.state,
                 cell.question.subject,
                 tuple((label, round(mass, 6)) for label, mass in cell.distribution) or None,
-                (asks or {}).get((result.key, cell.id), 1) if cell.state != "unscored" else 0,
+                (asks or {}).get((result.key, cell.id), 1) + count - 1
+                if cell.state != "unscored"
+                else 0,
                 cell.question.principle,
             )
             for cell in result.cells
@@ -110,6 +119,7 @@ def baseline_from_results(
             stopped_by=result.stopped_by,
             questions=questions,
             digest=result.digest,
+            replicates=count if count > 1 and result.cells else None,
         )
     return Baseline(
         format=BASELINE_FORMAT,
@@ -147,6 +157,8 @@ def _record_data(record: ArtifactRecord) -> dict[str, Any]:
     data["questions"] = {qid: _question_data(q) for qid, q in record.questions.items()}
     if record.digest is not None:
         data["digest"] = record.digest
+    if record.replicates is not None:
+        data["replicates"] = record.replicates
     return data
 
 
@@ -226,7 +238,7 @@ def _legacy_record(raw: object, where: str) -> ArtifactRecord:
 
 def _record(raw: object, where: str, version: int) -> ArtifactRecord:
     allowed = _RECORD_KEYS_4 if version >= SETTLED_FORMAT else _RECORD_KEYS
-    fields = _fields(raw, where, allowed, _RECORD_KEYS)
+    fields = _fields(raw, where, allowed | _OPTIONAL_RECORD_KEYS, _RECORD_KEYS)
     stopped_by = fields["stopped_by"]
     if stopped_by is not None and not _one_of(stopped_by, _STOPPERS):
         raise BaselineError(
@@ -247,7 +259,16 @@ def _record(raw: object, where: str, version: int) -> ArtifactRecord:
             for qid, value in questions.items()
         },
         digest=_optional_text(fields.get("digest"), f"{where}: digest"),
+        replicates=_replicates(fields.get("replicates"), f"{where}: replicates"),
     )
+
+
+def _replicates(value: object, where: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 2 <= value <= 1000:
+        raise BaselineError(f"{where} must be a whole number from 2 to 1000, got {_kind(value)}")
+    return value
 
 
 def _one_of(value: object, allowed: frozenset[str]) -> bool:

@@ -23,6 +23,7 @@ from canon.core.comparison import (
 )
 from canon.core.drift import layer2, optimistic_raw
 from canon.core.evidence import DecisionRule, Evidence
+from canon.core.judge_health import inconclusive_reasons
 from canon.core.scoring import ArtifactResult, Cell, fails_on_evidence
 from canon.core.settle import (
     SOLID_CONFIDENCE,
@@ -132,6 +133,10 @@ def gate(
     undecided = tuple(
         r.key for r in results if not r.canon and r.unscored and not _fails(r, threshold)
     )
+    # A deterministic gate's failure is a fact, whatever the judge's noise: it stays red.
+    stopped = {r.key for r in results if r.stopped_by is not None}
+    factual = any(n.key in stopped and (strict or not n.known) for n in non_canon)
+    inconclusive = () if factual else inconclusive_reasons(noise, results, baseline)
     return Comparison(
         checked=len(results),
         matched=len(keys) - len(new),
@@ -147,6 +152,7 @@ def gate(
         noise=noise,
         strict=strict,
         undecided=undecided,
+        inconclusive=inconclusive,
     )
 
 

@@ -16,7 +16,7 @@ from canon.core.stats import wilson_ci
 FlipStatus = Literal[
     "pending", "confirmed", "unconfirmed", "inconclusive", "unavailable", "unchanged", "unsettled"
 ]
-Status = Literal["conforms", "regressed", "unavailable"]
+Status = Literal["conforms", "regressed", "inconclusive", "unavailable"]
 CellKey = tuple[str, str]
 
 
@@ -43,6 +43,8 @@ class Flip:
     asks: int = 1
     e_value: float | None = None
     principle: str | None = None  # the principle's id, when it has one
+    # The re-asks that agreed with the violation: wording, choice order and judge of each.
+    confirmed_by: tuple[str, ...] = ()
 
     @property
     def label(self) -> str:
@@ -162,6 +164,9 @@ class Comparison:
     noise: ReaskNoise | None = None
     strict: bool = False
     undecided: tuple[str, ...] = ()  # artifacts whose verdict waits on unscored questions
+    # Why the judge cannot separate a regression in this run (canon.core.judge_health);
+    # a failing check with reasons here is inconclusive, never a confident regression.
+    inconclusive: tuple[str, ...] = ()
 
     @property
     def regressions(self) -> tuple[Flip, ...]:
@@ -190,9 +195,9 @@ class Comparison:
 
     @property
     def status(self) -> Status:
-        """conforms, regressed, or unavailable (the judge left something undecided)."""
+        """conforms, regressed, inconclusive (a judge too noisy to tell), or unavailable."""
         if self.failed:
-            return "regressed"
+            return "inconclusive" if self.inconclusive else "regressed"
         if self.unscored or self.undecided or any(f.status == "unavailable" for f in self.flips):
             return "unavailable"
         return "conforms"

@@ -45,6 +45,10 @@ class Question:
     choices: tuple[Choice, ...]
     subject: str | None = None  # the principle text, for derived questions
     principle: str | None = None  # the principle's own id, when the constitution gives one
+    # Fixed alternate wordings of ``text`` (the rubric's own), for confirmation re-asks.
+    wordings: tuple[str, ...] = ()
+    # The rubric's own text when ``text`` puts the question in another wording (calibration).
+    base_text: str | None = None
     # label (as given and case-folded) -> choice; built once, since scoring looks labels up
     # hundreds of thousands of times in a large run.
     _by_label: dict[str, Choice] = field(init=False, repr=False, compare=False)
@@ -60,6 +64,13 @@ class Question:
         """The choice with this label (case-insensitive), or None."""
         found = self._by_label.get(label)
         return found if found is not None else self._by_label.get(label.strip().casefold())
+
+    def wording(self, variant: int) -> str:
+        """The question as re-ask ``variant`` words it: wording k mod n, 0 its own text."""
+        if variant <= 0 or not self.wordings:
+            return self.text
+        index = variant % (len(self.wordings) + 1)
+        return self.text if index == 0 else self.wordings[index - 1]
 
     @property
     def allows_na(self) -> bool:
@@ -79,6 +90,7 @@ class Rubric:
     principle_prefix: str
     principle_text: str
     principle_choices: tuple[Choice, ...]
+    principle_wordings: tuple[str, ...] = ()
 
     @property
     def gate(self) -> Question:
@@ -95,6 +107,9 @@ class Rubric:
                 choices=self.principle_choices,
                 subject=principle.text,
                 principle=principle.id,
+                wordings=tuple(
+                    w.replace("{principle}", principle.text) for w in self.principle_wordings
+                ),
             )
             for index, principle in enumerate(constitution.principles, 1)
         )
@@ -145,6 +160,7 @@ def rubric_from_mapping(data: object, *, source: str) -> Rubric:
         principle_prefix=_text(template, "id_prefix", source),
         principle_text=text,
         principle_choices=_choices(template.get("choices"), f"{source}: principle_question"),
+        principle_wordings=_wordings(template, f"{source}: principle_question", "{principle}"),
     )
 
 
@@ -160,7 +176,27 @@ def _question(raw: object, index: int, source: str) -> Question:
         kind="gate" if kind == "gate" else "facet",
         text=_text(raw, "text", where),
         choices=_choices(raw.get("choices"), where),
+        wordings=_wordings(raw, where),
     )
+
+
+def _wordings(raw: Mapping[str, object], where: str, placeholder: str = "") -> tuple[str, ...]:
+    """A question's alternate wordings: optional, each non-empty text, none repeated."""
+    value = raw.get("wordings")
+    if value is None:
+        return ()
+    if not isinstance(value, list) or not value:
+        raise RubricError(f"{where}: 'wordings' must be a non-empty list of texts")
+    found: list[str] = []
+    for index, item in enumerate(value, 1):
+        if not isinstance(item, str) or not item.strip():
+            raise RubricError(f"{where}: wording {index} must be non-empty text")
+        if placeholder and placeholder not in item:
+            raise RubricError(f"{where}: wording {index} must contain {placeholder}")
+        found.append(item.strip())
+    if len(set(found)) != len(found) or _text(raw, "text", where) in found:
+        raise RubricError(f"{where}: 'wordings' repeat a wording or the question's own text")
+    return tuple(found)
 
 
 def _choices(raw: object, where: str) -> tuple[Choice, ...]:

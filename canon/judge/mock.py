@@ -99,7 +99,9 @@ def _match(script: Mapping[str, Any], question: Question) -> Reply | None:
         return script[question.id]  # type: ignore[no-any-return]
     if question.principle is not None and question.principle in script:
         return script[question.principle]  # type: ignore[no-any-return]
-    text = question.text.casefold()
+    # The rubric's own text, however the question is put (calibration rewords it): a
+    # script answers a question, not one phrasing of it.
+    text = (question.base_text or question.text).casefold()
     for key, reply in script.items():
         if key != DEFAULT_KEY and key.casefold() in text:
             return reply  # type: ignore[no-any-return]

@@ -59,6 +59,7 @@ _KNOWN_KEYS = frozenset(
         "allow_outside_paths",
         "judge_model",
         "judge_options",
+        "confirm_judge",
         "threshold",
         "tolerance",
         "constitution_path",
@@ -84,6 +85,8 @@ class Config:
     base_dir: Path  # what relative paths were resolved against
     judge_model: str | None = None
     judge_options: Mapping[str, Any] = field(default_factory=dict)
+    # a second judge (provider:model or mock:<script>) that asks the confirmation re-asks
+    confirm_judge: str | None = None
     threshold: float = DEFAULT_THRESHOLD
     tolerance: float = DEFAULT_TOLERANCE
     constitution_path: Path | None = None
@@ -218,6 +221,8 @@ def config_from_mapping(data: Mapping[str, Any], *, source: Path, base_dir: Path
             values[key] = base_dir / _text(data, key, source)
     if data.get("judge_model") is not None:
         values["judge_model"] = _text(data, "judge_model", source)
+    if data.get("confirm_judge") is not None:
+        values["confirm_judge"] = _text(data, "confirm_judge", source)
     if data.get("judge_options") is not None:
         options = _judge_options(data["judge_options"], source)
         values["batch"] = bool(options.pop("batch", False))

@@ -22,7 +22,7 @@ from canon.core.rubric import Rubric, rubric_from_mapping
 from canon.errors import CanonError, ConstitutionError, InputError, RubricError
 from canon.gates.yaml_mapping import unique_key_mapping
 
-RUBRIC_FILE = "cdt-1.0.0.yaml"
+RUBRIC_FILE = "cdt-1.1.0.yaml"
 
 # Every file Canon reads is read whole, so each kind has a ceiling (docs/configuration.md).
 MIB = 1024 * 1024

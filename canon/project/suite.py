@@ -61,12 +61,13 @@ def _entry(item: object, index: int, suite: Path, roots: tuple[Path, ...] | None
             f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; "
             f"expected {', '.join(sorted(_ENTRY_KEYS))}"
         )
-    text = item.get("text")
-    if not isinstance(text, str) or not text.strip():
-        raise InputError(f"{where}: 'text' must be non-empty text")
+    texts = _texts(item.get("text"), where)
     ident = item.get("id")
     if ident is not None and (not isinstance(ident, str) or not ident.strip()):
         raise InputError(f"{where}: 'id' must be non-empty text")
+    if len(texts) > 1 and ident is None:
+        # the key of a text-only entry is a digest of its text: replicates need a stable id
+        raise InputError(f"{where}: an entry with several responses in 'text' needs an 'id'")
     response = item.get("response")
     # A string ending in .json names a file; anything else is the structured response itself.
     if isinstance(response, str) and response.endswith(".json"):
@@ -76,7 +77,19 @@ def _entry(item: object, index: int, suite: Path, roots: tuple[Path, ...] | None
         if not isinstance(trace, str) or not trace.strip():
             raise InputError(f"{where}: 'trace' must be the path of a trace file")
         trace = _inside(suite.parent / trace, roots, where, "trace")
-    return Artifact(text=text, response=response, trace=trace, id=ident)
+    return Artifact(texts[0], response=response, trace=trace, id=ident, replicates=texts[1:])
+
+
+def _texts(value: object, where: str) -> tuple[str, ...]:
+    """An entry's response, or its several responses (replicates: repeated agent runs)."""
+    if isinstance(value, str) and value.strip():
+        return (value,)
+    if isinstance(value, list) and value:
+        for index, text in enumerate(value, 1):
+            if not isinstance(text, str) or not text.strip():
+                raise InputError(f"{where}: response {index} in 'text' must be non-empty text")
+        return tuple(value)
+    raise InputError(f"{where}: 'text' must be non-empty text, or a list of them (replicates)")
 
 
 def _yaml_entries(path: Path) -> list[Any]:

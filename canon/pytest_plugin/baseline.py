@@ -148,7 +148,7 @@ class CanonBaseline:
                 f"canon: the judge could not answer every question about {key!r}; "
                 "run the tests again when it is reachable"
             )
-        if comparison.status == "regressed":
+        if comparison.status in ("regressed", "inconclusive"):
             report = render_check(
                 comparison,
                 one,
@@ -156,10 +156,14 @@ class CanonBaseline:
                 path=str(self._session.path),
                 results=confirmation.results,
             )
+            verdict = (
+                "is inconclusive against its baseline (the judge is too noisy to tell)"
+                if comparison.status == "inconclusive"
+                else "regressed against its baseline"
+            )
             self._outcome(key, "regressed", _first_failure(report))
             pytest.fail(
-                f"canon: {key!r} regressed against its baseline\n{report}"
-                f"if the change is intended, {ACCEPT_HINT}",
+                f"canon: {key!r} {verdict}\n{report}if the change is intended, {ACCEPT_HINT}",
                 pytrace=False,
             )
         self._outcome(key, "conforms", "")

@@ -7,7 +7,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from canon.core.baseline import Baseline
-from canon.core.compare import REACCEPT, Comparison, Drift, Rate
+from canon.core.compare import REACCEPT, Comparison, Drift, Flip, Rate
 from canon.core.scoring import REFUSED_PREFIX, ArtifactResult, Cell, reason_excerpt, shortfalls
 from canon.report.text import printable
 
@@ -22,9 +22,12 @@ _FLIP_VERDICTS = {
 }
 
 
+INCONCLUSIVE_EXIT_CODE = 6
+
+
 def exit_code_for(comparison: Comparison) -> int:
-    """0 conforms, 1 regressed or newly non-canon, 3 the judge left something undecided."""
-    return {"conforms": 0, "regressed": 1, "unavailable": 3}[comparison.status]
+    """0 conforms, 1 regressed, 3 the judge left something undecided, 6 inconclusive."""
+    return {"conforms": 0, "regressed": 1, "unavailable": 3, "inconclusive": 6}[comparison.status]
 
 
 def remedy(comparison: Comparison, baseline: Baseline) -> str:
@@ -38,6 +41,12 @@ def remedy(comparison: Comparison, baseline: Baseline) -> str:
         )
     if comparison.status == "regressed":
         return f"REGRESSION: fix what regressed; if the change is intended, {REACCEPT}"
+    if comparison.status == "inconclusive":
+        return (
+            "INCONCLUSIVE: the judge is too noisy to separate a regression from its own "
+            f'mistakes ({"; ".join(comparison.inconclusive)}); run "canon calibrate", then '
+            "raise flip_rate, add replicates, or use a steadier judge"
+        )
     if comparison.status == "unavailable":
         return (
             "INCOMPLETE: the judge left questions a decision needs unanswered and no "
@@ -106,7 +115,11 @@ def render_check(
     ]
     failures = c.failures
     if failures:
-        lines.append("non-canon artifacts (confirmed beyond judge noise):")
+        lines.append(
+            "non-canon artifacts (not told apart from judge noise: the check is inconclusive):"
+            if c.inconclusive
+            else "non-canon artifacts (confirmed beyond judge noise):"
+        )
         for n in failures:
             lines.append(f"  {n.key}: {'; '.join(n.reasons)}")
             lines.extend(_reason_lines(by_key.get(n.key)))
@@ -125,13 +138,16 @@ def render_check(
         for f in c.flips:
             lines.append(
                 f"  {f.key} {f.label}: {f.baseline_score:.2f} -> {f.score:.2f} over "
-                f"{f.asks} answer(s) - {_FLIP_VERDICTS[f.status]}: {f.text}"
+                f"{f.asks} answer(s) - {_flip_verdict(f, c)}: {f.text}"
             )
             cell = _flip_cell(by_key, f.key, f.question)
             reason = None if cell is None else reason_excerpt(cell)
             if reason is not None and f.regression:
                 lines.append(f"    judge: {reason}")
-    lines.extend(_drift_lines(c.drift))
+            if f.confirmed_by and f.regression:
+                lines.append(f"    confirmed by {len(f.confirmed_by)} varied re-ask(s):")
+                lines.extend(f"      {v}" for v in f.confirmed_by)
+    lines.extend(_drift_lines(c.drift, inconclusive=bool(c.inconclusive)))
     dropped = _dropped_questions(c)
     if dropped:
         lines.append("questions satisfied by fewer artifacts than in the baseline:")
@@ -161,7 +177,13 @@ def _dropped_questions(c: Comparison) -> list[tuple[str, Rate, Rate]]:
     return rows
 
 
-def _drift_lines(drift: Drift) -> list[str]:
+def _flip_verdict(flip: Flip, comparison: Comparison) -> str:
+    if comparison.inconclusive and flip.regression:
+        return "suspected (the judge repeated it, but it is too noisy to call a regression)"
+    return _FLIP_VERDICTS[flip.status]
+
+
+def _drift_lines(drift: Drift, *, inconclusive: bool = False) -> list[str]:
     test = drift.test
     if drift.drop is None or drift.baseline_mean is None or drift.current_mean is None:
         return ["mean drift (Layer 2): nothing to compare"]
@@ -171,7 +193,9 @@ def _drift_lines(drift: Drift) -> list[str]:
     )
     if test.method == "none":
         return [f"{head}: not tested ({test.detail})"]
-    if drift.regressed:
+    if drift.regressed and inconclusive:
+        verdict = "beyond the tolerance, but the judge is too noisy to call it a regression"
+    elif drift.regressed:
         verdict = "REGRESSION: beyond the tolerance and beyond noise"
     elif drift.drop > drift.tolerance:
         verdict = "beyond the tolerance but within noise"
@@ -295,5 +319,6 @@ def check_document(
         },
         "notes": list(c.notes),
         "unscored_questions": c.unscored,
+        "inconclusive": list(c.inconclusive),
         "remedy": remedy(c, baseline),
     }

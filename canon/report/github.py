@@ -21,6 +21,12 @@ from canon.core.scoring import (
 )
 
 TITLE = "Canon"
+VERDICTS = {
+    "conforms": "CONFORMS",
+    "regressed": "REGRESSION",
+    "inconclusive": "INCONCLUSIVE",
+    "unavailable": "INCOMPLETE",
+}
 
 
 def escape_data(text: str) -> str:
@@ -68,12 +74,22 @@ def github_annotations(
                 )
             )
     if comparison is not None:
+        if comparison.inconclusive:
+            lines.append(
+                annotation(
+                    "error",
+                    f"{TITLE} inconclusive",
+                    "the judge is too noisy to separate a regression (exit code 6): "
+                    + "; ".join(comparison.inconclusive),
+                )
+            )
+        suspected = "suspected " if comparison.inconclusive else ""
         for flip in comparison.flips:
             if flip.regression:
                 lines.append(
                     annotation(
-                        "error",
-                        f"{TITLE} regression in {flip.key} {flip.question}",
+                        "warning" if suspected else "error",
+                        f"{TITLE} {suspected}regression in {flip.key} {flip.question}",
                         _flip_message(flip, by_key.get(flip.key)),
                         file=suite_file,
                     )
@@ -119,6 +135,8 @@ def _flip_message(flip: Flip, result: ArtifactResult | None) -> str:
         f"{flip.question} ({flip.text}) flipped from satisfied to violated: "
         f"{flip.baseline_score:.2f} -> {flip.score:.2f} ({flip.status})"
     )
+    if flip.confirmed_by:
+        text += "\nconfirmed by: " + "; ".join(flip.confirmed_by)
     cell = _cell(result, flip.question)
     reason = None if cell is None else reason_excerpt(cell)
     return text if reason is None else f"{text}\njudge: {reason}"
@@ -130,12 +148,13 @@ def github_summary(
     """A Markdown block for ``$GITHUB_STEP_SUMMARY``: verdict, regressions, non-canon."""
     failing = [r for r in results if fails_on_evidence(r)]
     if comparison is not None:
-        verdict = {"conforms": "CONFORMS", "regressed": "REGRESSION", "unavailable": "INCOMPLETE"}[
-            comparison.status
-        ]
+        verdict = VERDICTS[comparison.status]
     else:
         verdict = "NON-CANON" if failing else "ALL CANON"
     lines = [f"### Canon: suite `{suite}`: {verdict}", ""]
+    if comparison is not None and comparison.inconclusive:
+        why = "; ".join(comparison.inconclusive)
+        lines += [f"The judge is too noisy to separate a regression: {_md(why)}.", ""]
     lines.append(f"{len(results)} artifact(s), {len(failing)} non-canon.")
     flips = [f for f in comparison.flips if f.regression] if comparison is not None else []
     by_key = {r.key: r for r in results}

@@ -48,6 +48,7 @@ _BANNER_TONE = {
     "REGRESSION": "bad",
     "NON-CANON": "bad",
     "INCOMPLETE": "unsure",
+    "INCONCLUSIVE": "unsure",
 }
 # Defence in depth: everything is escaped, and the page also forbids scripts and fetches.
 _POLICY = "default-src 'none'; style-src 'unsafe-inline'"
@@ -100,9 +101,12 @@ def _summary(
     verdicts = [verdict_of(r) for r in results]
     counts = {v: verdicts.count(v) for v in ("canon", "non-canon", "incomplete")}
     if comparison is not None:
-        banner = {"conforms": "CONFORMS", "regressed": "REGRESSION", "unavailable": "INCOMPLETE"}[
-            comparison.status
-        ]
+        banner = {
+            "conforms": "CONFORMS",
+            "regressed": "REGRESSION",
+            "inconclusive": "INCONCLUSIVE",
+            "unavailable": "INCOMPLETE",
+        }[comparison.status]
     elif counts["non-canon"]:
         banner = "NON-CANON"
     else:
@@ -192,6 +196,11 @@ def _comparison(comparison: Comparison) -> str:
             f'<p id="noise">Judge noise on re-asks: {_e(str(c.noise.rate))} disagreed with '
             f"their question's majority answer (assumed at most "
             f"{c.noise.assumed_flip_rate:.0%}).</p>"
+        )
+    if c.inconclusive:
+        parts.append(
+            "<h3>Inconclusive: the judge is too noisy to separate a regression</h3>"
+            + _list("inconclusive", c.inconclusive)
         )
     if c.notes:
         parts.append("<h3>Notes</h3>" + _list("notes", c.notes))

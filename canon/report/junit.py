@@ -45,9 +45,17 @@ def junit_xml(
     classname = f"canon.{suite}"
     flips = _flips_by_key(comparison)
     known = known_failures(comparison)
+    kind = "inconclusive" if comparison is not None and comparison.inconclusive else None
     for result in results:
-        _artifact_case(testsuite, classname, result, flips.get(result.key, ()), result.key in known)
+        _artifact_case(
+            testsuite, classname, result, flips.get(result.key, ()), result.key in known, kind
+        )
     if comparison is not None:
+        if comparison.inconclusive:
+            # One check-level error says why no failure below is a confident regression.
+            case = _case(testsuite, f"{classname}.check", "judge-noise")
+            message = "inconclusive: the judge is too noisy to separate a regression"
+            _child(case, "error", message, "inconclusive", "\n".join(comparison.inconclusive))
         for key in comparison.missing:
             case = _case(testsuite, classname, key)
             _child(case, "skipped", "recorded in the baseline but not in this run")
@@ -94,6 +102,8 @@ def _properties(testsuite: ET.Element, plan: ScoringPlan, comparison: Comparison
         values["tolerance"] = f"{comparison.drift.tolerance:g}"
         values["status"] = comparison.status
         values.update(rate_properties(comparison))
+        if comparison.inconclusive:
+            values["inconclusive"] = "; ".join(comparison.inconclusive)
     properties = ET.SubElement(testsuite, "properties")
     for name, value in values.items():
         ET.SubElement(properties, "property", name=name, value=xml_safe(value))
@@ -140,7 +150,9 @@ def _artifact_case(
     result: ArtifactResult,
     flips: Sequence[Flip],
     known: bool = False,
+    kind: str | None = None,
 ) -> None:
+    # ``kind`` "inconclusive" marks failures the judge's noise cannot separate from a change.
     case = _case(testsuite, classname, result.key)
     tolerated = known and fails_on_evidence(result)
     if fails_on_evidence(result) and not known:
@@ -148,13 +160,16 @@ def _artifact_case(
             case,
             "failure",
             f"non-canon: {result.reasons[0] if result.reasons else result.key}",
-            "judge-refused" if result.refused else "non-canon",
+            kind or ("judge-refused" if result.refused else "non-canon"),
             "\n".join([*result.reasons, *_shortfall_lines(result)]),
         )
     for flip in flips:
         if flip.regression:
             body = _flip_body(flip, _cell_or_none(result, flip.question))
-            _child(case, "failure", _flip_message(flip), "regression", body)
+            message = _flip_message(flip)
+            if kind is not None:
+                message = f"suspected {message} - inconclusive, the judge is too noisy"
+            _child(case, "failure", message, kind or "regression", body)
     unscored = result.unscored
     unavailable = [f for f in flips if f.status == "unavailable"]
     lines = [f"{cell.id}: {cell.error}" for cell in unscored]
@@ -196,6 +211,8 @@ def _flip_body(flip: Flip, cell: Cell | None) -> str:
         f"baseline {flip.baseline_score:.2f} (confidence {flip.baseline_confidence:.2f}) -> "
         f"now {flip.score:.2f} (confidence {flip.confidence:.2f}), {flip.status}"
     )
+    if flip.confirmed_by:
+        body += "\nconfirmed by: " + "; ".join(flip.confirmed_by)
     reason = None if cell is None else reason_excerpt(cell)
     return body if reason is None else f"{body}\njudge: {reason}"
 
@@ -240,7 +257,7 @@ def _drift_case(testsuite: ET.Element, classname: str, comparison: Comparison) -
             case,
             "failure",
             f"mean dropped by {drift.drop:.3f}, beyond the tolerance and beyond noise",
-            "regression",
+            "inconclusive" if comparison.inconclusive else "regression",
             "\n".join(detail),
         )
     elif test.method == "none":

@@ -124,6 +124,8 @@ def _check(comparison: Comparison, run: Attributes) -> Attributes:
     ]
     if comparison.drift.regressed:
         parts.append("the mean score dropped beyond noise")
+    if comparison.inconclusive:
+        parts.append("the judge is too noisy to tell: " + "; ".join(comparison.inconclusive))
     attributes["gen_ai.evaluation.explanation"] = f"{comparison.status}: " + ", ".join(parts)
     return attributes
 

@@ -102,6 +102,10 @@ def test_a_reask_with_logprobs_still_uses_the_variants_prompt_and_temperature(
     fake_llm, make_judge, ask, questions
 ):
     fake_llm.script(MISSION_Q, "ANSWER: yes", top={"yes": 0.7, "no": 0.3})
+    # re-ask 1 words the question its first alternate way
+    fake_llm.script(
+        questions["mission"].wordings[0][:40], "ANSWER: yes", top={"yes": 0.7, "no": 0.3}
+    )
     judge = make_judge(logprobs=True, reask_temperature=0.9)
     first = ask(questions["mission"])
     _answer(judge, first)

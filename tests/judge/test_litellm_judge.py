@@ -55,6 +55,7 @@ def test_a_confirmation_reask_samples_afresh_with_the_choices_reordered(
     import dataclasses
 
     fake_llm.script(GATE_Q, "ANSWER: no")
+    fake_llm.script(questions["G"].wordings[0][:40], "ANSWER: no")  # re-ask 1's wording
     judge = make_judge(reask_temperature=0.8)
     first = ask(questions["G"])
     _answer(judge, first)

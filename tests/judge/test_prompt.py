@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import re
 
 import pytest
@@ -148,11 +149,33 @@ def test_each_reask_variant_lists_the_choices_in_another_order(
     assert again.user.rstrip().endswith(f"using one of: {', '.join(reordered)}.")
 
 
-def test_a_variant_changes_nothing_but_the_order_of_the_choices(constitution, questions):
+def test_a_variant_changes_only_the_wording_and_the_order(constitution, questions):
     rubric = load_rubric()
     first = render_prompt(questions["P1"], "Text.", constitution, rubric.instructions)
     again = render_prompt(questions["P1"], "Text.", constitution, rubric.instructions, 2)
-    assert first.user.split("CHOICES")[0] == again.user.split("CHOICES")[0]
+    assert first.user.split("QUESTION")[0] == again.user.split("QUESTION")[0]
+    wording = questions["P1"].wordings[1]
+    assert f"QUESTION\n{wording}\n" in again.user
+    assert questions["P1"].subject in wording
+
+
+@pytest.mark.parametrize("question_id", ["G", "mission", "P1"])
+def test_consecutive_reasks_never_share_a_wording_and_order(constitution, questions, question_id):
+    question = questions[question_id]
+    instructions = load_rubric().instructions
+    seen = []
+    for variant in range(7):
+        prompt = render_prompt(question, "Text.", constitution, instructions, variant)
+        seen.append(
+            (
+                prompt.user.split("QUESTION\n")[1].split("\n")[0],
+                tuple(_listed_labels(prompt, question)),
+            )
+        )
+    assert all(a != b for a, b in itertools.pairwise(seen))
+    assert len({wording for wording, _ in seen}) == len(question.wordings) + 1 == 3
+    # the gate's two orders alternate (they used to be the same for every re-ask)
+    assert len({order for _, order in seen[1:4]}) >= 2
 
 
 @pytest.mark.parametrize(

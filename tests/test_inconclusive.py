@@ -1,0 +1,166 @@
+"""A check whose judge is too noisy to separate a regression is inconclusive (exit 6)."""
+
+from __future__ import annotations
+
+import json
+import os
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from canon.cli import main
+from canon.core.baseline import baseline_from_results
+from canon.core.compare import ReaskNoise, gate
+from canon.core.constitution import Constitution, Principle
+from canon.core.gate_outcome import GateOutcome
+from canon.core.judge_health import inconclusive_reasons
+from canon.core.scoring import Answer, ArtifactResult, judge_verdict, score_cell, stopped_verdict
+from canon.project.store import load_rubric
+from canon.report.check import check_document, render_check
+from canon.report.github import github_annotations, github_summary
+
+RUBRIC = load_rubric()
+CONSTITUTION = Constitution(
+    "Serve customers.", tuple(Principle(f"Principle number {i}.") for i in range(1, 5))
+)
+QUESTIONS = RUBRIC.questions_for(CONSTITUTION)
+
+
+def _result(key: str, **replies: str) -> ArtifactResult:
+    cells = [
+        score_cell(q, Answer({replies.get(q.id, "no" if q.kind == "gate" else "yes"): 1.0}))
+        for q in QUESTIONS
+    ]
+    return judge_verdict(key, cells, 0.5)
+
+
+def _baseline(results: list[ArtifactResult]):
+    return baseline_from_results(
+        results, rubric=RUBRIC, judge="mock", constitution=CONSTITUTION.digest, threshold=0.5
+    )
+
+
+def _varied(count: int) -> list[ArtifactResult]:
+    # P1 and P3 satisfied, P2 and P4 violated: the baseline's principle answers vary.
+    return [_result(f"a{i}", P2="no", P4="no") for i in range(count)]
+
+
+def test_a_flip_under_a_judge_noisier_than_flip_rate_is_inconclusive_not_a_regression():
+    baseline = _baseline(_varied(2))
+    now = [_result("a0", P1="no", P2="no", P4="no"), _result("a1", P2="no", P4="no")]
+    loud = gate(now, baseline, 0.5, noise=ReaskNoise(40, 20, 0.15))
+    assert loud.regressions and loud.status == "inconclusive"
+    assert "disagreed with their majority answer on 20/40" in loud.inconclusive[0]
+
+
+def test_a_few_disagreeing_reasks_do_not_make_a_check_inconclusive():
+    # 2 of 6 is 33 %, above 15 %, but the Wilson interval's lower end (10 %) is not.
+    baseline = _baseline(_varied(2))
+    now = [_result("a0", P1="no", P2="no", P4="no"), _result("a1", P2="no", P4="no")]
+    assert gate(now, baseline, 0.5, noise=ReaskNoise(6, 2, 0.15)).status == "regressed"
+    assert gate(now, baseline, 0.5, noise=ReaskNoise(6, 3, 0.15)).status == "inconclusive"
+
+
+def test_one_label_on_almost_every_principle_where_the_baseline_varied_is_inconclusive():
+    baseline = _baseline(_varied(6))  # 24 principle cells, half of them "no"
+    stuck = [_result(f"a{i}", P1="no", P2="no", P3="no", P4="no") for i in range(6)]
+    found = gate(stuck, baseline, 0.5)
+    assert found.status == "inconclusive"
+    assert any("'no' on 24 of 24 principle" in reason for reason in found.inconclusive)
+
+
+def test_one_label_the_baseline_also_gave_everywhere_is_not_a_sign_of_a_stuck_judge():
+    baseline = _baseline([_result(f"a{i}", P1="no", P2="no", P3="no", P4="no") for i in range(6)])
+    now = [_result(f"a{i}", P1="no", P2="no", P3="no", P4="no") for i in range(6)]
+    assert inconclusive_reasons(None, now, baseline) == ()
+
+
+def test_a_small_suite_is_never_called_stuck():
+    baseline = _baseline(_varied(4))  # 16 principle cells: fewer than 20
+    stuck = [_result(f"a{i}", P1="no", P2="no", P3="no", P4="no") for i in range(4)]
+    assert gate(stuck, baseline, 0.5).status == "regressed"
+
+
+def test_a_deterministic_gate_failure_stays_a_regression_whatever_the_judge_noise():
+    baseline = _baseline(_varied(2))
+    stopped = stopped_verdict("a0", 0.5, (GateOutcome("policy", "fail", ("bad json",)),))
+    found = gate(
+        [stopped, _result("a1", P2="no", P4="no")], baseline, 0.5, noise=ReaskNoise(40, 20, 0.15)
+    )
+    assert found.status == "regressed" and found.inconclusive == ()
+
+
+def test_reports_say_why_the_check_is_inconclusive_and_call_nothing_a_regression():
+    baseline = _baseline(_varied(2))
+    now = [_result("a0", P1="no", P2="no", P4="no"), _result("a1", P2="no", P4="no")]
+    found = gate(now, baseline, 0.5, noise=ReaskNoise(40, 20, 0.15))
+    text = render_check(found, baseline, suite="s", path="b.json", results=now)
+    assert "REGRESSION" not in text
+    assert text.rstrip().splitlines()[-1].startswith("INCONCLUSIVE: the judge is too noisy")
+    document = check_document(found, baseline, suite="s", path="b.json", results=now)
+    assert document["status"] == "inconclusive" and document["exit_code"] == 6
+    assert document["inconclusive"] == list(found.inconclusive)
+    annotations = github_annotations(now, found)
+    assert "::error title=Canon inconclusive::" in annotations
+    assert "::warning title=Canon suspected regression in a0 P1" in annotations
+    assert "INCONCLUSIVE" in github_summary(now, found, suite="s")
+
+
+# Through the CLI: a project whose judge script later answers "no" to every principle.
+
+_CONSTITUTION = "mission: Serve customers.\nprinciples:\n" + "".join(
+    f"  - Principle number {i}.\n" for i in range(1, 5)
+)
+_VARIED = (
+    'contradict any part: "no"\n"Principle number 2": "no"\n"Principle number 4": "no"\n'
+    '__default__: "yes"\n'
+)
+_STUCK = 'contradict any part: "no"\n"Principle number": "no"\n__default__: "yes"\n'
+
+
+def _project(tmp_path: Path) -> Path:
+    (tmp_path / "canon.yaml").write_text(
+        "judge_model: mock:script.yaml\nthreshold: 0.5\nconstitution_path: c.yaml\n"
+        "suite: suite.yaml\nbaselines_dir: baselines\n",
+        encoding="utf-8",
+    )
+    (tmp_path / "c.yaml").write_text(_CONSTITUTION, encoding="utf-8")
+    entries = "".join(f"  - id: a{i}\n    text: Reply number {i}.\n" for i in range(6))
+    (tmp_path / "suite.yaml").write_text(f"artifacts:\n{entries}", encoding="utf-8")
+    (tmp_path / "script.yaml").write_text(_VARIED, encoding="utf-8")
+    return tmp_path
+
+
+def _canon(project: Path, *args: str):
+    cwd = os.getcwd()
+    os.chdir(project)
+    try:
+        return CliRunner().invoke(main, [*args, "--quiet"], catch_exceptions=False)
+    finally:
+        os.chdir(cwd)
+
+
+def test_check_exits_6_when_the_judge_answers_no_to_every_principle(tmp_path):
+    project = _project(tmp_path)
+    assert _canon(project, "accept").exit_code == 0
+    (project / "script.yaml").write_text(_STUCK, encoding="utf-8")
+    result = _canon(project, "check", "--junit-xml", "r.xml")
+    assert result.exit_code == 6, result.output
+    assert "INCONCLUSIVE" in result.stdout and "'no' on 24 of 24 principle" in result.stdout
+    assert "REGRESSION" not in result.stdout
+    suite = ET.parse(project / "r.xml").getroot().find("testsuite")
+    assert suite is not None
+    kinds = {e.get("type") for e in suite.iter() if e.tag in ("failure", "error")}
+    assert kinds == {"inconclusive"}
+    document = json.loads(_canon(project, "check", "--format", "json").stdout)
+    assert document["status"] == "inconclusive" and document["exit_code"] == 6
+
+
+def test_check_still_exits_1_when_one_principle_regresses_on_a_steady_judge(tmp_path):
+    project = _project(tmp_path)
+    assert _canon(project, "accept").exit_code == 0
+    (project / "script.yaml").write_text('"Principle number 1": "no"\n' + _VARIED, encoding="utf-8")
+    result = _canon(project, "check")
+    assert result.exit_code == 1, result.output
+    assert "REGRESSION" in result.stdout
