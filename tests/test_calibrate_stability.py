@@ -16,7 +16,7 @@ from canon.cli import main
 from canon.core.artifact import Artifact
 from canon.core.constitution import Constitution, Principle
 from canon.core.rubric import Question
-from canon.judge.mock import MockJudge
+from canon.judge.mock import MockJudge, _match
 from canon.project.store import load_rubric
 
 RUBRIC = load_rubric()
@@ -63,14 +63,14 @@ def test_the_stability_questions_change_only_the_wording_or_only_the_order():
 def test_a_script_keyed_on_the_rubric_text_answers_every_wording():
     judge = MockJudge({"serve the mission": "no", "__default__": "yes"})
     for put in paraphrases(RUBRIC.fixed[0]):
-        assert judge._lookup(judge._script, put) == "no"  # type: ignore[arg-type]
+        assert _match(judge._script, put) == "no"  # type: ignore[arg-type]
     # and a key never matches another question's alternate wording
     # ("contradicts" is in a wording of the consistency question, not in its text)
     gate_only = MockJudge({"contradict": "no", "__default__": "yes"})
     consistency = RUBRIC.fixed[3]
     assert "contradicts" in consistency.wordings[0]
-    assert gate_only._lookup(gate_only._script, consistency) == "yes"  # type: ignore[arg-type]
-    assert gate_only._lookup(gate_only._script, RUBRIC.gate) == "no"  # type: ignore[arg-type]
+    assert _match(gate_only._script, consistency) is None  # the default answers it
+    assert _match(gate_only._script, RUBRIC.gate) == "no"  # type: ignore[arg-type]
 
 
 def test_canon_calibrate_prints_both_stabilities(tmp_path, monkeypatch):

@@ -36,8 +36,15 @@ def _result(key: str, **replies: str) -> ArtifactResult:
 
 
 def _baseline(results: list[ArtifactResult]):
+    # two asks a cell, as accept records them: a settled baseline side
+    asks = {(r.key, c.id): 2 for r in results for c in r.cells}
     return baseline_from_results(
-        results, rubric=RUBRIC, judge="mock", constitution=CONSTITUTION.digest, threshold=0.5
+        results,
+        rubric=RUBRIC,
+        judge="mock",
+        constitution=CONSTITUTION.digest,
+        threshold=0.5,
+        asks=asks,
     )
 
 
@@ -141,9 +148,16 @@ def _canon(project: Path, *args: str):
         os.chdir(cwd)
 
 
+def _reword(project: Path) -> None:
+    # an identical text cannot regress on the judge alone: the agent's replies changed
+    suite = project / "suite.yaml"
+    suite.write_text(suite.read_text().replace("Reply number", "Answer number"))
+
+
 def test_check_exits_6_when_the_judge_answers_no_to_every_principle(tmp_path):
     project = _project(tmp_path)
     assert _canon(project, "accept").exit_code == 0
+    _reword(project)
     (project / "script.yaml").write_text(_STUCK, encoding="utf-8")
     result = _canon(project, "check", "--junit-xml", "r.xml")
     assert result.exit_code == 6, result.output
@@ -160,6 +174,7 @@ def test_check_exits_6_when_the_judge_answers_no_to_every_principle(tmp_path):
 def test_check_still_exits_1_when_one_principle_regresses_on_a_steady_judge(tmp_path):
     project = _project(tmp_path)
     assert _canon(project, "accept").exit_code == 0
+    _reword(project)
     (project / "script.yaml").write_text('"Principle number 1": "no"\n' + _VARIED, encoding="utf-8")
     result = _canon(project, "check")
     assert result.exit_code == 1, result.output

@@ -88,7 +88,10 @@ def project(tmp_path: Path) -> Path:
     target = tmp_path / "project"
     shutil.copytree(EXAMPLES, target)
     assert _canon(target, "accept").exit_code == 0
-    # the first judge now reads P2 as violated everywhere
+    # the agent's replies changed (an identical text cannot regress on the judge alone) ...
+    suite = target / "suite.yaml"
+    suite.write_text(suite.read_text().replace("    text: >-\n", "    text: >-\n      Reworded:\n"))
+    # ... and the first judge now reads P2 as violated everywhere
     script = target / "judge-script.yaml"
     script.write_text('refund above 200: "no"\n' + script.read_text(), encoding="utf-8")
     return target
