@@ -34,7 +34,10 @@ COMPLETION_TOKENS = 5
 def default_reply(body: dict[str, Any]) -> str:
     """'no' to the contradiction (gate) question, 'yes' to everything else."""
     user = "\n".join(str(m.get("content", "")) for m in body.get("messages", []))
-    return "ANSWER: no" if "contradict any part" in user else "ANSWER: yes"
+    from canon.project.store import load_rubric
+
+    gate = load_rubric().gate  # asked in any of its wordings (re-asks and second looks)
+    return "ANSWER: no" if any(w in user for w in (gate.text, *gate.wordings)) else "ANSWER: yes"
 
 
 @dataclass

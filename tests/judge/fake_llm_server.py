@@ -15,6 +15,7 @@ its ``finish_reason`` replaces ``stop`` (e.g. ``content_filter``), as OpenAI doe
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import math
 import re
@@ -122,8 +123,12 @@ class FakeLLM:
         self, body: dict[str, Any]
     ) -> tuple[str | None, list[str], dict[str, float] | None, Rule | None]:
         """As ``decide``, with the rule that decided (None for the fallback reply)."""
-        user = "\n".join(
-            str(m.get("content", "")) for m in body.get("messages", []) if m.get("role") == "user"
+        user = rubric_wording(
+            "\n".join(
+                str(m.get("content", ""))
+                for m in body.get("messages", [])
+                if m.get("role") == "user"
+            )
         )
         with self._lock:
             self.requests.append(body)
@@ -293,3 +298,28 @@ def running_fake_llm() -> Iterator[FakeLLM]:
         for connection in state.connections:
             with contextlib.suppress(OSError):  # already closed by the client or handler
                 connection.shutdown(socket.SHUT_RDWR)
+
+
+def rubric_wording(text: str) -> str:
+    """``text`` with every alternate wording of a rubric question put back in the rubric's
+    own words, so a rule scripted on a question's text answers its re-asks too."""
+    for pattern, primary in _alternates():
+        text = pattern.sub(functools.partial(_primary, primary), text)
+    return text
+
+
+def _primary(primary: str, found: re.Match[str]) -> str:
+    return primary.replace("{principle}", found.groupdict().get("p") or "")
+
+
+@functools.cache
+def _alternates() -> tuple[tuple[re.Pattern[str], str], ...]:
+    from canon.project.store import load_rubric
+
+    rubric = load_rubric()
+    pairs = [(q.text, w) for q in rubric.fixed for w in q.wordings]
+    pairs += [(rubric.principle_text, w) for w in rubric.principle_wordings]
+    return tuple(
+        (re.compile(re.escape(w).replace(re.escape("{principle}"), "(?P<p>.*?)")), text)
+        for text, w in pairs
+    )
