@@ -147,7 +147,7 @@ def test_align_records_under_judge_rubric_and_constitution_and_repeats_byte_for_
     written = (project / ALIGNMENT).read_bytes()
     (record,) = json.loads(written)["records"]
     assert record["judge"] == "mock:judge-script.yaml"
-    assert record["rubric"]["version"] == "1.0.0" and len(record["rubric"]["fingerprint"]) == 16
+    assert record["rubric"]["version"] == "1.1.0" and len(record["rubric"]["fingerprint"]) == 16
     assert len(record["constitution"]) == 16
     assert record["questions"]["P2"]["n"] == 8
     _canon(project, "align")
