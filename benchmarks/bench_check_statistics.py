@@ -15,7 +15,10 @@ agent's texts change between accept and check (a new agent run), so digests diff
 nothing is exempt as an identical text. Rates are printed with 95 % Wilson intervals.
 
     .venv/bin/python benchmarks/bench_check_statistics.py [--trials 200] [--flip 0.05]
-        [--only small|failing|power|classic]
+        [--only small|failing|failing-power|power|classic]
+
+"Fails" counts every check that fails CI (exit 1, or 6 when the check finds the judge too
+noisy to tell); "caught" counts only a confident regression (exit 1) naming the artifact.
 """
 
 from __future__ import annotations
@@ -120,7 +123,8 @@ def suite(size: int, wording: int) -> list[Artifact]:
 
 @dataclass
 class Trial:
-    failed: bool
+    failed: bool  # the check failed CI: exit 1 (regressed) or 6 (inconclusive)
+    status: str
     named: frozenset[str]
     drift: bool
     accept_calls: int
@@ -155,6 +159,7 @@ def run_trial(
     named = frozenset([n.key for n in c.failures] + [f.key for f in c.flips if f.regression])
     return Trial(
         failed=c.failed,
+        status=c.status,
         named=named,
         drift=c.drift.regressed,
         accept_calls=accept_judge.calls,
@@ -206,7 +211,7 @@ def main() -> None:
     parser.add_argument("--trials", type=int, default=200)
     parser.add_argument("--flip", type=float, default=0.05)
     parser.add_argument("--seed", type=int, default=20261201)
-    parser.add_argument("--only", choices=("small", "failing", "power", "classic"))
+    parser.add_argument("--only", choices=("small", "failing", "failing-power", "power", "classic"))
     args = parser.parse_args()
     n, f, seed = args.trials, args.flip, args.seed
     print(f"{n} trials per row, default settings, 95% Wilson intervals")
@@ -253,6 +258,22 @@ def main() -> None:
                     trials,
                     lambda t: t.failed,
                 )
+    if args.only in (None, "failing-power"):  # 5 and 8: a new failure among true failures
+        last = {"a029"}
+        for share in (0.1, 0.3):
+            before = failing(share)
+
+            def after(artifact: str, question: str, before: Truth = before) -> str:
+                if artifact in last and question == "G":
+                    return "yes"
+                return before(artifact, question)
+
+            trials = [run_trial(30, f, seed + i, before, after, reword=True) for i in range(n)]
+            report(
+                f"1 of 30 newly contradicts, {share:.0%} failing in truth, f={f}: caught, named",
+                trials,
+                lambda t: t.status == "regressed" and t.named == last,
+            )
     if args.only in (None, "power"):  # 5: one new contradiction among 30
         one = {"a007"}
         for noise in (0.05, 0.15):
@@ -273,7 +294,7 @@ def main() -> None:
                 report(
                     f"1 of 30 newly contradicts (gate only), f={noise} {kind}: caught, named",
                     trials,
-                    lambda t: t.named == one,
+                    lambda t: t.status == "regressed" and t.named == one,
                 )
             trials = [run_trial(30, noise, seed + i, clean, clean, reword=True) for i in range(n)]
             report(
@@ -313,9 +334,13 @@ def classic(n: int, f: float, seed: int) -> None:
         _line(
             f"{label}: caught, naming only those",
             trials,
-            lambda t: t.failed and bool(t.named) and t.named <= violated,
+            lambda t: t.status == "regressed" and bool(t.named) and t.named <= violated,
         )
-        _line(f"{label}: all 5 named", trials, lambda t: t.named == violated)
+        _line(
+            f"{label}: all 5 named",
+            trials,
+            lambda t: t.status == "regressed" and t.named == violated,
+        )
     trials = [run_trial(30, f, seed + i, clean, drifted, reword=True) for i in range(n)]
     _line(
         "0.1 mean drop over all 30, all above threshold: caught",

@@ -62,11 +62,12 @@ def test_a_flip_under_a_judge_noisier_than_flip_rate_is_inconclusive_not_a_regre
 
 
 def test_a_few_disagreeing_reasks_do_not_make_a_check_inconclusive():
-    # 2 of 6 is 33 %, above 15 %, but the Wilson interval's lower end (10 %) is not.
+    # 3 of 6 is 50 %, above 15 %, but the 99 % Wilson interval's lower end (14 %) is not;
+    # 4 of 6 is beyond doubt (23 %).
     baseline = _baseline(_varied(2))
     now = [_result("a0", P1="no", P2="no", P4="no"), _result("a1", P2="no", P4="no")]
-    assert gate(now, baseline, 0.5, noise=ReaskNoise(6, 2, 0.15)).status == "regressed"
-    assert gate(now, baseline, 0.5, noise=ReaskNoise(6, 3, 0.15)).status == "inconclusive"
+    assert gate(now, baseline, 0.5, noise=ReaskNoise(6, 3, 0.15)).status == "regressed"
+    assert gate(now, baseline, 0.5, noise=ReaskNoise(6, 4, 0.15)).status == "inconclusive"
 
 
 def test_one_label_on_almost_every_principle_where_the_baseline_varied_is_inconclusive():
@@ -179,3 +180,57 @@ def test_check_still_exits_1_when_one_principle_regresses_on_a_steady_judge(tmp_
     result = _canon(project, "check")
     assert result.exit_code == 1, result.output
     assert "REGRESSION" in result.stdout
+
+
+def _moves(regressed: int, recovered: int, steady: int = 4):
+    """A baseline where ``recovered`` artifacts were non-canon; now ``regressed`` others are."""
+    then = [_result(f"r{i}", G="yes") for i in range(recovered)]
+    then += [_result(f"f{i}") for i in range(regressed)]
+    then += [_result(f"s{i}") for i in range(steady)]
+    now = [_result(f"r{i}") for i in range(recovered)]
+    now += [_result(f"f{i}", G="yes") for i in range(regressed)]
+    now += [_result(f"s{i}") for i in range(steady)]
+    return gate(now, _baseline(then), 0.5)
+
+
+def test_a_judge_that_moves_artifacts_both_ways_on_reworded_texts_is_inconclusive():
+    # Two out of canon, two back in: what a judge whose misreadings stick to a text does
+    # when every text is reworded; the agent did not regress and improve at once.
+    found = _moves(regressed=2, recovered=2)
+    assert {n.key for n in found.failures} == {"f0", "f1"}
+    assert found.status == "inconclusive"
+    reason = found.inconclusive[0]
+    assert "moved 2 artifact(s) to failing and 2 back to passing (r0, r1)" in reason
+    assert "sign test p = 0.69" in reason and "replicates" in reason
+
+
+def test_one_artifact_back_to_canon_is_no_control_and_the_regression_stands():
+    # One recovery can be a true fix (or one noisy pass on a failing artifact).
+    assert _moves(regressed=1, recovered=1).status == "regressed"
+
+
+def test_many_more_moves_to_failing_than_back_are_a_regression_beyond_the_judges_noise():
+    # 10 of 12 toward failing: one-sided sign test p = 79/4096 = 0.019 < 0.05
+    assert _moves(regressed=10, recovered=2).status == "regressed"
+    # 5 of 7 is what a coin does one time in four: the judge cannot separate it
+    assert _moves(regressed=5, recovered=2).status == "inconclusive"
+
+
+def test_texts_identical_to_the_baselines_are_not_counted_as_moves():
+    then = [_result(f"r{i}", G="yes") for i in range(3)] + [_result("f0"), _result("f1")]
+    now = [_result(f"r{i}") for i in range(3)] + [_result("f0", G="yes"), _result("f1", G="yes")]
+    baseline = _baseline(then)
+    failing = {"f0", "f1"}
+    (reason,) = inconclusive_reasons(None, now, baseline, regressed=failing, unchanged={"r0"})
+    assert "2 back to passing (r1, r2)" in reason
+    # r0 and r1 kept their texts: one move back is left, no control
+    assert not inconclusive_reasons(None, now, baseline, regressed=failing, unchanged={"r0", "r1"})
+
+
+def test_the_sign_test_is_the_exact_binomial_tail():
+    from canon.core.judge_health import sign_test_p
+
+    assert sign_test_p(1, 0) == 0.5
+    assert sign_test_p(2, 2) == 11 / 16
+    assert sign_test_p(10, 2) == 79 / 4096
+    assert sign_test_p(0, 3) == 1.0

@@ -138,3 +138,18 @@ def test_seeded_sticky_noise_with_three_replicates_meets_both_targets():
         caught += planted.status == "regressed" and "a000" in _named(planted)
     assert false_alarms <= 1
     assert caught >= 9
+
+
+def test_one_response_misreadings_both_ways_make_the_check_inconclusive_not_red():
+    # Accept misread the gate of a001 and a002 (recorded non-canon); check misreads a003
+    # and a004 instead: two out, two back in, so the check cannot call it a regression.
+    texts = ("Reply {}, run 0, response 0.", "Reply {}, run 1, response 0.")
+    found = _check(
+        StickyJudge(clean, 0.0, 1.0, 1, frozenset({(texts[0].format(i), "G") for i in (1, 2)})),
+        StickyJudge(clean, 0.0, 1.0, 2, frozenset({(texts[1].format(i), "G") for i in (3, 4)})),
+        size=6,
+        replicates=1,
+    )
+    assert _named(found) == {"a003", "a004"}
+    assert found.status == "inconclusive"
+    assert any("2 back to passing (a001, a002)" in reason for reason in found.inconclusive)

@@ -136,7 +136,15 @@ def gate(
     # A deterministic gate's failure is a fact, whatever the judge's noise: it stays red.
     stopped = {r.key for r in results if r.stopped_by is not None}
     factual = any(n.key in stopped and (strict or not n.known) for n in non_canon)
-    inconclusive = () if factual else inconclusive_reasons(noise, results, baseline)
+    regressed = {n.key for n in non_canon if not (n.known or n.unchanged)}
+    regressed.update(f.key for f in flips if f.regression)
+    inconclusive = (
+        ()
+        if factual
+        else inconclusive_reasons(
+            noise, results, baseline, regressed=regressed, unchanged=unchanged, alpha=rule.alpha
+        )
+    )
     return Comparison(
         checked=len(results),
         matched=len(keys) - len(new),

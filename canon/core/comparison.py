@@ -86,6 +86,11 @@ class Rate:
         """The 95 % Wilson score interval."""
         return wilson_ci(self.successes, self.trials)
 
+    @property
+    def strict_interval(self) -> tuple[float, float]:
+        """The 99 % Wilson score interval."""
+        return wilson_ci(self.successes, self.trials, z=2.576)
+
     def __str__(self) -> str:
         if not self.trials:
             return "n/a"
@@ -110,6 +115,15 @@ class ReaskNoise:
     def noisier_than_assumed(self) -> bool:
         """The judge disagreed with itself more than the decision rule assumes."""
         return self.reasks >= 5 and self.rate.interval[0] > self.assumed_flip_rate
+
+    @property
+    def far_noisier_than_assumed(self) -> bool:
+        """Noisier beyond doubt (the 99 % interval): too noisy to call a regression.
+
+        The 95 % bound alone turned 8 % of the checks of a judge exactly as noisy as
+        assumed (15 %) inconclusive; the note above still uses it.
+        """
+        return self.reasks >= 5 and self.rate.strict_interval[0] > self.assumed_flip_rate
 
 
 @dataclass(frozen=True, slots=True)

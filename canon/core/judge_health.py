@@ -1,17 +1,24 @@
-"""Whether the judge can separate a regression at all: too noisy, or one label everywhere.
+"""Whether the judge can separate a regression at all: too noisy, one label, both ways.
 
-A check that fails on a judge's noise is no better than a coin. Two signs say the judge
+A check that fails on a judge's noise is no better than a coin. Three signs say the judge
 cannot tell a regression from its own mistakes in this run: its re-asks disagree with each
-other more than the decision rule assumes (the Wilson interval's lower end is above
-``flip_rate``), or it gives one answer to almost every question of a kind whose answers
-varied in the baseline (a judge stuck on "no" reads every artifact as a regression).
+other more than the decision rule assumes (the 99 % Wilson interval's lower end is above
+``flip_rate``); it gives one answer to almost every question of a kind whose answers
+varied in the baseline (a judge stuck on "no" reads every artifact as a regression); or,
+on reworded texts, it moves about as many artifacts back to canon as it moves out of it.
+The last is the sign of a judge whose misreadings stick to a text: re-asking such a judge
+repeats its misreading, so each move looks confirmed, but the agent did not change in
+both directions at once. A real regression moves one way; the rewording noise moves
+both, so the moves toward passing are the control the moves toward failing are tested
+against (a one-sided sign test).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Collection, Mapping, Sequence
 
-from canon.core.baseline import Baseline, recorded_question
+from canon.core.baseline import ArtifactRecord, Baseline, recorded_question
 from canon.core.comparison import ReaskNoise
 from canon.core.scoring import ArtifactResult
 
@@ -21,19 +28,35 @@ ONE_LABEL_SHARE = 0.95
 VARIED_SHARE = 0.8
 # ... and both sides have at least this many cells, so a small suite is not called stuck.
 MIN_CELLS = 20
+# Moves toward passing needed before they count as a control: one can be a true fix or
+# a single noisy pass on a truly failing artifact; two on one run is a pattern.
+MIN_IMPROVED = 2
 
 
 def inconclusive_reasons(
-    noise: ReaskNoise | None, results: Sequence[ArtifactResult], baseline: Baseline
+    noise: ReaskNoise | None,
+    results: Sequence[ArtifactResult],
+    baseline: Baseline,
+    *,
+    regressed: Collection[str] = (),
+    unchanged: Collection[str] = (),
+    alpha: float = 0.05,
 ) -> tuple[str, ...]:
-    """Why this run's judge is too noisy to separate a regression; empty when it is not."""
+    """Why this run's judge is too noisy to separate a regression; empty when it is not.
+
+    ``regressed`` names the artifacts that would fail the check, ``unchanged`` those whose
+    text is the baseline's own (they cannot move by rewording, so they are left out).
+    """
     reasons: list[str] = []
-    if noise is not None and noise.noisier_than_assumed:
-        low = noise.rate.interval[0]
+    both_ways = _both_ways(results, baseline, regressed, unchanged, alpha)
+    if both_ways is not None:
+        reasons.append(both_ways)
+    if noise is not None and noise.far_noisier_than_assumed:
+        low = noise.rate.strict_interval[0]
         reasons.append(
             f"the judge's re-asks disagreed with their majority answer on {noise.rate}, "
-            f"at least {low:.0%} against the flip rate of {noise.assumed_flip_rate:.0%} the "
-            "check assumes"
+            f"at least {low:.0%} (99 % interval) against the flip rate of "
+            f"{noise.assumed_flip_rate:.0%} the check assumes"
         )
     now = _labels_now(results)
     then = _labels_then(results, baseline)
@@ -53,10 +76,64 @@ def inconclusive_reasons(
     return tuple(reasons)
 
 
+def _both_ways(
+    results: Sequence[ArtifactResult],
+    baseline: Baseline,
+    regressed: Collection[str],
+    unchanged: Collection[str],
+    alpha: float,
+) -> str | None:
+    failing = set(regressed) - set(unchanged)
+    improved = sorted(
+        r.key
+        for r in results
+        if r.key not in failing
+        and r.key not in unchanged
+        and _improved(r, baseline.artifacts.get(r.key))
+    )
+    if not failing or len(improved) < MIN_IMPROVED:
+        return None
+    p = sign_test_p(len(failing), len(improved))
+    if p <= alpha:
+        return None
+    shown = ", ".join(improved[:5]) + (" …" if len(improved) > 5 else "")
+    return (
+        f"on texts reworded since the baseline the judge moved {len(failing)} artifact(s) "
+        f"to failing and {len(improved)} back to passing ({shown}); a judge whose readings "
+        f"follow the wording moves both ways alike, and {len(failing)} of "
+        f"{len(failing) + len(improved)} is not beyond that (sign test p = {p:.2f}): give "
+        "each artifact several responses (replicates) or use a steadier judge"
+    )
+
+
+def _improved(result: ArtifactResult, record: ArtifactRecord | None) -> bool:
+    """Non-canon in the baseline, canon now.
+
+    Only whole verdicts count: a baseline's non-canon verdict was confirmed when it was
+    accepted, as settled as the confirmed failures it is set against. A single violated
+    answer the baseline never re-asked is not (under independent noise at 15 % about one
+    such answer a run reads satisfied again, which would mask a real regression).
+    """
+    return record is not None and record.canon is False and result.canon
+
+
+def sign_test_p(toward_failing: int, toward_passing: int) -> float:
+    """One-sided sign test: the chance of this many moves toward failing by a fair coin."""
+    n = toward_failing + toward_passing
+    tail = sum(math.comb(n, k) for k in range(toward_failing, n + 1))
+    return float(tail / 2**n)
+
+
 def _modal(distribution: Sequence[tuple[str, float]]) -> str | None:
+    """The label with the most mass; None on a tie, which names no label."""
     if not distribution:
         return None
-    return max(sorted(distribution), key=lambda pair: pair[1])[0]
+    ranked = sorted(distribution, key=lambda pair: pair[1], reverse=True)
+    if len(ranked) > 1 and math.isclose(ranked[0][1], ranked[1][1]):
+        # Two asks that disagree tie; picking the alphabetically first label read ties
+        # as "no", so a noisy baseline looked varied and a steady run looked stuck.
+        return None
+    return ranked[0][0]
 
 
 def _labels_now(results: Sequence[ArtifactResult]) -> dict[str, dict[str, int]]:
