@@ -203,6 +203,11 @@ class Comparison:
         return tuple(n for n in self.non_canon if n.known)
 
     @property
+    def tolerated(self) -> frozenset[str]:
+        """Keys of the known failures this check lets pass (none with ``strict``)."""
+        return frozenset() if self.strict else frozenset(n.key for n in self.known)
+
+    @property
     def failed(self) -> bool:
         """Whether there is real evidence of a regression or a new non-canon artifact."""
         return bool(self.failures or self.regressions or self.drift.regressed)

@@ -56,11 +56,7 @@ def github_annotations(
     """Annotation lines for a scored run (``canon score``) or a check (``canon check``)."""
     lines: list[str] = []
     by_key = {r.key: r for r in results}
-    known = (
-        frozenset(n.key for n in comparison.known)
-        if comparison is not None and not comparison.strict
-        else frozenset()
-    )
+    known = comparison.tolerated if comparison is not None else frozenset()
     for result in results:
         if fails_on_evidence(result):
             tolerated = result.key in known  # a known failure warns; --strict makes it an error

@@ -44,7 +44,7 @@ def junit_xml(
     _usage_properties(testsuite, results)
     classname = f"canon.{suite}"
     flips = _flips_by_key(comparison)
-    known = known_failures(comparison)
+    known = comparison.tolerated if comparison is not None else frozenset()
     kind = "inconclusive" if comparison is not None and comparison.inconclusive else None
     for result in results:
         _artifact_case(
@@ -135,13 +135,6 @@ def _flips_by_key(comparison: Comparison | None) -> dict[str, tuple[Flip, ...]]:
     for flip in comparison.flips if comparison is not None else ():
         grouped.setdefault(flip.key, []).append(flip)
     return {key: tuple(flips) for key, flips in grouped.items()}
-
-
-def known_failures(comparison: Comparison | None) -> frozenset[str]:
-    """Artifacts non-canon in the baseline too, which do not fail this check (no --strict)."""
-    if comparison is None or comparison.strict:
-        return frozenset()
-    return frozenset(n.key for n in comparison.known)
 
 
 def _artifact_case(
