@@ -46,7 +46,7 @@ class OtelChoice:
         mode = self.mode if self.mode is not None else config.otel
         if mode == "off":
             return None
-        from canon.cli.otel_export import check_telemetry
+        from canon.report.otel_export import check_telemetry
 
         return OtelRequest(check_telemetry(), strict=mode == "strict")
 
@@ -122,8 +122,8 @@ def send_telemetry(
     the verdict alone; with --otel-strict it raises (exit 3) only if the run would exit 0."""
     if request is None:
         return
-    from canon.cli.otel_export import send_events, trace_links
     from canon.report.otel_events import evaluation_events
+    from canon.report.otel_export import send_events, trace_links
     from canon.report.text import printable
 
     links, notes = trace_links(artifacts)
