@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -123,14 +122,14 @@ def send_telemetry(
     if request is None:
         return
     from canon.report.otel_events import evaluation_events
-    from canon.report.otel_export import send_events, trace_links
+    from canon.report.otel_export import canon_version, send_events, trace_links
     from canon.report.text import printable
 
     links, notes = trace_links(artifacts)
     for note in notes:
         click.echo(f"canon: otel: note: {printable(note)}; its events are not parented", err=True)
     events = evaluation_events(results, plan, links=links, suite=suite.stem, comparison=comparison)
-    summary = send_events(events, version=_version())
+    summary = send_events(events, version=canon_version())
     if summary.disabled:
         click.echo("canon: otel: OTEL_SDK_DISABLED is true; no events were sent", err=True)
         return
@@ -152,10 +151,3 @@ def send_telemetry(
         )
     # A warning, not an error: the exit code must keep saying what the run found.
     click.echo(f"canon: warning: {message}; the verdicts are unchanged", err=True)
-
-
-def _version() -> str:
-    try:
-        return metadata.version("canon-testing")
-    except metadata.PackageNotFoundError:
-        return "0+unknown"

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlsplit
@@ -48,6 +49,14 @@ class ExportSummary:
     def complete(self) -> bool:
         """Whether every event reached the endpoint (or sending was disabled on purpose)."""
         return self.disabled or self.sent == self.total
+
+
+def canon_version() -> str:
+    """Canon's installed version, the instrumentation scope's version on every event."""
+    try:
+        return metadata.version("canon-testing")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
 
 
 def check_telemetry(environ: Mapping[str, str] | None = None) -> str:
