@@ -33,6 +33,7 @@ from canon.project.contract_files import (
     load_contract_file,
     read_source_map,
     read_trace_runs,
+    run_stem,
     write_audit_record,
 )
 from canon.project.store import dump_json, write_text_atomic
@@ -164,7 +165,9 @@ def run(
                     verdict, execution, source_map=mapping, trace=str(path)
                 )
                 stem = (
-                    path.stem if len(executions) == 1 else f"{path.stem}_{execution.execution_id}"
+                    path.stem
+                    if len(executions) == 1
+                    else run_stem(path.stem, execution.execution_id)
                 )
                 write_audit_record(record, audit_dir, stem)
             records.append(

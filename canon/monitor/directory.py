@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -30,13 +29,12 @@ from canon.gates.contracts.model import Contract
 from canon.gates.contracts.validate import validate
 from canon.monitor.ledger import RUNS_FIELD, TRACE_ID_FIELD, Ledger
 from canon.monitor.stats import MonitorStats
-from canon.project.contract_files import read_trace_runs
+from canon.project.contract_files import read_trace_runs, run_stem
 
 TRACE_PATTERNS = ("*.json", "*.jsonl")
 DEFAULT_SETTLE = 2.0  # seconds a file must stay unchanged before it is read
 
 Signature = tuple[int, int]  # (size, mtime in ns): a change in either means "still written"
-_UNSAFE = re.compile(r"[^A-Za-z0-9._-]")  # what a trace id may not bring into a file name
 
 
 def _signature(path: Path) -> Signature | None:
@@ -111,7 +109,7 @@ class _Session:
         for trace_id, execution in _run_ids(runs):
             run_key = f"{key}#{trace_id}"
             if run_key not in self.ledger.done:  # a kill may have come between two runs
-                stem = path.stem if len(runs) == 1 else f"{path.stem}_{_UNSAFE.sub('_', trace_id)}"
+                stem = path.stem if len(runs) == 1 else run_stem(path.stem, trace_id)
                 self._validate(path, execution, run_key, stem, len(runs), trace_id)
         self.ledger.files_done.add(key)
 
