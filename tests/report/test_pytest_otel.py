@@ -193,3 +193,16 @@ def test_a_bad_canon_otel_value_errors_the_tests_naming_the_variable(
     result = project.runpytest_subprocess("-q", "-k", "coheres")
     result.assert_outcomes(errors=2, deselected=1)
     result.stdout.fnmatch_lines(["*CANON_OTEL='maybe': expected 1 or 0 (true or false)*"])
+
+
+def test_under_xdist_each_worker_sends_what_it_judged(
+    project: pytest.Pytester, receiver: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _accept(project)
+    _endpoint(monkeypatch, receiver.endpoint)
+    result = project.runpytest_subprocess("-q", "-n", "2", "--canon-otel")
+    result.assert_outcomes(passed=3)
+    verdicts = receiver.named("canon.verdict")
+    assert len(verdicts) == 3
+    assert len({v["attributes"]["canon.artifact.id"] for v in verdicts}) == 3
+    assert len(receiver.named("canon.check")) == 1
