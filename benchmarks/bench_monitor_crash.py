@@ -1,14 +1,18 @@
 """Soak: the directory and CloudWatch monitors under repeated kill -9, 300 traces each.
 
-A producer writes the traces (files, some in two halves with a pause; or spans on a moto
-server on 127.0.0.1, some delivered one put late and stamped seconds early) while
+A producer writes the traces (files, some in two halves with a pause; session exports of
+one, two or five runs; or spans on a moto server on 127.0.0.1, some delivered one put late
+and stamped seconds early) while
 ``python -m canon.cli contract monitor`` runs as a real process; it is killed with SIGKILL
 each time the records reach one of ``--kills`` seeded thresholds (plus a seeded jitter),
 restarted at once, and stopped with Ctrl-C when every trace has a record. Reports records,
 duplicates, losses, false FAILs, printed alerts and journaled alerts.
 
     .venv/bin/python benchmarks/bench_monitor_crash.py [--traces 300] [--kills 5] [--seed 7]
-        [--monitor directory|cloudwatch|both] [--keep]
+        [--monitor directory|sessions|cloudwatch|both] [--keep]
+
+``sessions`` is the directory monitor on files of several runs (the real Monocle five-run
+and Vercel two-run recordings, and a single-run trace); ``both`` is directory and cloudwatch.
 
 Its working directories are deleted afterwards unless ``--keep`` is given.
 """
@@ -32,6 +36,20 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 ABC = ROOT / "tests" / "corpus" / "traces" / "abc-examples"
+REAL = ROOT / "tests" / "corpus" / "real-traces"
+SESSIONS = {
+    "five": REAL / "monocle" / "test_anthropic_finish_reason_integration.json",
+    "two": REAL / "openinference" / "vercel_v6_generateText.json",
+    "one": ABC / "valid_claim.json",
+}
+GREETING = """
+name: greets-with-a-tool
+version: "1"
+constraints:
+  - type: must_include_steps
+    steps: [greeting_tool]
+    when: {input_matches: "hello|story|weather|haiku"}
+"""
 CONTRACT = """
 name: needs-lookup
 version: "1"
@@ -39,6 +57,9 @@ constraints:
   - type: must_include_steps
     steps: ["invoke_agent a", lookup]
 """
+
+
+JOURNAL = ".canon-monitor-alerts.jsonl"
 
 
 def _records(out: Path) -> list[dict[str, Any]]:
@@ -102,16 +123,21 @@ def _report(
     key: Any,
     out: Path,
     log: Path,
+    runs: bool = False,
 ) -> None:
+    """Records, repeats and losses; with ``runs``, a run is its file and its trace id."""
     seen = Counter(key(record) for record in records)
     statuses = {key(record): record["verdict"]["status"] for record in records}
     failing = {trace for trace, status in expected.items() if status == "fail"}
     printed = Counter(
-        line.split()[1] for line in log.read_text().splitlines() if line.startswith("FAIL ")
+        f"{line.split()[1]}#{line.split()[2].strip('[]')}" if runs else line.split()[1]
+        for line in log.read_text().splitlines()
+        if line.startswith("FAIL ")
     )
+    entries = [json.loads(line) for line in (out / JOURNAL).read_text().splitlines()]
     journal = Counter(
-        json.loads(line)["trace"]
-        for line in (out / ".canon-monitor-alerts.jsonl").read_text().splitlines()
+        f"{entry['trace']}#{entry['alerted'].rsplit('#', 1)[1]}" if runs else entry["trace"]
+        for entry in entries
     )
     false_fail = sum(1 for t, s in statuses.items() if s == "fail" and expected.get(t) == "pass")
     print(
@@ -157,6 +183,61 @@ def bench_directory(total: int, kills: int, seed: int, keep: bool) -> None:
     expected = {str(watch / name): "fail" if bad else "pass" for name, bad, _ in plan}
     print(f"directory: {timing['kills']} kills, {timing['seconds']} s, workdir {work}")
     _report("directory", _records(out), expected, lambda r: r["trace"], out, log)
+    if not keep:
+        shutil.rmtree(work)
+
+
+def bench_sessions(files: int, kills: int, seed: int, keep: bool) -> None:
+    from canon.gates.contracts import load_contract, validate
+    from canon.project.contract_files import read_trace_runs
+
+    rng = random.Random(seed)
+    work = Path(tempfile.mkdtemp(prefix="canon-soak-sessions-"))
+    watch, out, log, contract = work / "in", work / "out", work / "monitor.log", work / "c.yaml"
+    watch.mkdir()
+    contract.write_text(GREETING)
+    greeting = load_contract(GREETING)
+    verdicts = {
+        kind: [(run.execution_id, validate(greeting, run).status) for run in read_trace_runs(path)]
+        for kind, path in SESSIONS.items()
+    }
+    plan = [
+        (f"s{i:04d}.json", rng.choice(sorted(SESSIONS)), rng.random() < 0.3) for i in range(files)
+    ]
+    expected = {
+        f"{watch / name}#{trace_id}": status
+        for name, kind, _ in plan
+        for trace_id, status in verdicts[kind]
+    }
+    spec = work / "plan.json"
+    spec.write_text(
+        json.dumps([[name, str(SESSIONS[kind]), halves] for name, kind, halves in plan])
+    )
+    code = (
+        "import json,time,random\n"
+        f"plan=json.load(open({str(spec)!r})); rng=random.Random({seed})\n"
+        "for name, source, halves in plan:\n"
+        "    data = open(source, 'rb').read()\n"
+        f"    with open({str(watch)!r} + '/' + name, 'wb') as s:\n"
+        "        if halves:\n"
+        "            s.write(data[:len(data)//2]); s.flush(); time.sleep(rng.uniform(0, 0.1))\n"
+        "            s.write(data[len(data)//2:])\n"
+        "        else:\n"
+        "            s.write(data)\n"
+        "    time.sleep(rng.uniform(0, 0.01))\n"
+    )
+    producer = subprocess.Popen([sys.executable, "-c", code])
+    args = [
+        *("contract", "monitor", str(watch), "--contract", str(contract)),
+        *("--output-dir", str(out), "--poll-interval", "0.05", "--settle", "1"),
+    ]
+    timing = _soak(args, out, len(expected), producer, rng, kills, {}, log)
+    print(
+        f"sessions: {files} files holding {len(expected)} runs, {timing['kills']} kills, "
+        f"{timing['seconds']} s, workdir {work}"
+    )
+    key = lambda record: f"{record['trace']}#{record['trace_id']}"  # noqa: E731
+    _report("sessions", _records(out), expected, key, out, log, runs=True)
     if not keep:
         shutil.rmtree(work)
 
@@ -287,12 +368,16 @@ def main() -> None:
     parser.add_argument("--traces", type=int, default=300)
     parser.add_argument("--kills", type=int, default=5)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--monitor", choices=["directory", "cloudwatch", "both"], default="both")
+    parser.add_argument(
+        "--monitor", choices=["directory", "sessions", "cloudwatch", "both"], default="both"
+    )
     parser.add_argument("--keep", action="store_true", help="keep the working directories")
     options = parser.parse_args()
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     if options.monitor in ("directory", "both"):
         bench_directory(options.traces, options.kills, options.seed, options.keep)
+    if options.monitor == "sessions":
+        bench_sessions(options.traces, options.kills, options.seed, options.keep)
     if options.monitor in ("cloudwatch", "both"):
         bench_cloudwatch(options.traces, options.kills, options.seed, options.keep)
 

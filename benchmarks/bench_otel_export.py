@@ -20,11 +20,11 @@ from pathlib import Path
 from typing import Any
 
 from canon.check.runner import ScoringPlan, score_artifacts
-from canon.cli.otel_export import send_events
 from canon.core.artifact import Artifact
 from canon.judge.mock import MockJudge
 from canon.project.store import constitution_from_file, load_rubric
 from canon.report.otel_events import TraceLink, evaluation_events
+from canon.report.otel_export import send_events
 
 ROOT = Path(__file__).resolve().parent.parent
 ARTIFACTS = int(sys.argv[1]) if len(sys.argv) > 1 else 1000

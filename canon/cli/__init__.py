@@ -1,8 +1,7 @@
 """The ``canon`` command line: a click group whose subcommands load lazily.
 
 Layer: interface. Imports every layer below it (errors, core, gates, judge, project, check,
-report, monitor, playground); printing and exit codes live here and in the pytest plugin, and
-so does the one network edge the report layer lacks: ``otel_export`` sends OTLP/HTTP.
+report, monitor, playground); printing and exit codes live here and in the pytest plugin.
 """
 
 from __future__ import annotations

@@ -29,7 +29,7 @@ from canon.cli.run import (
     write_reports,
 )
 from canon.cli.spending import prepare_spending, show_estimate, spending_options
-from canon.cli.telemetry import OtelRequest, otel_options, send_telemetry
+from canon.cli.telemetry import OtelChoice, otel_options, send_telemetry
 from canon.core.baseline import (
     Baseline,
     baseline_from_data,
@@ -61,7 +61,7 @@ def accept(
     batch: bool,
     junit_path: Path | None,
     html_path: Path | None,
-    otel: OtelRequest | None,
+    otel: OtelChoice,
 ) -> None:
     """Score the suite and record the run as its baseline.
 
@@ -72,6 +72,7 @@ def accept(
     """
     check_report_paths(junit_path, html_path)
     config, suite, artifacts = load_run(config_path, suite_path)
+    request = otel.request(config)  # refused here, before any judge call
     check_report_paths(baseline_path(config, suite), what="the baseline")  # before any call
     plan = build_plan(config, use_cache=not no_cache)
     if estimate:
@@ -94,7 +95,7 @@ def accept(
     unanswered = [(r.key, c) for r in results for c in r.unscored]
     code = 3 if unanswered else 0
     send_telemetry(
-        otel, results, plan, artifacts=artifacts, suite=suite, exit_code=code, quiet=quiet
+        request, results, plan, artifacts=artifacts, suite=suite, exit_code=code, quiet=quiet
     )
     if unanswered:
         key, cell = unanswered[0]
@@ -179,7 +180,7 @@ def check(
     batch: bool,
     junit_path: Path | None,
     html_path: Path | None,
-    otel: OtelRequest | None,
+    otel: OtelChoice,
 ) -> None:
     """Score the suite and compare it with its baseline.
 
@@ -197,6 +198,7 @@ def check(
     """
     check_report_paths(junit_path, html_path)
     config, suite, artifacts = load_run(config_path, suite_path, select, limit)
+    request = otel.request(config)  # refused here, before any judge call
     plan = build_plan(config, use_cache=not no_cache)
     path = baseline_path(config, suite)
     baseline = read_baseline(path, suite_name=suite.stem)
@@ -270,7 +272,7 @@ def check(
     # --require-alignment refuses a verdict from an unvalidated judge: exit 2, said once.
     code = exit_code_for(comparison) if refusal is None else 2
     send_telemetry(
-        otel,
+        request,
         results,
         plan,
         artifacts=artifacts,

@@ -33,6 +33,7 @@ from canon.project.contract_files import (
     load_contract_file,
     read_source_map,
     read_trace_runs,
+    run_stem,
     write_audit_record,
 )
 from canon.project.store import dump_json, write_text_atomic
@@ -164,7 +165,9 @@ def run(
                     verdict, execution, source_map=mapping, trace=str(path)
                 )
                 stem = (
-                    path.stem if len(executions) == 1 else f"{path.stem}_{execution.execution_id}"
+                    path.stem
+                    if len(executions) == 1
+                    else run_stem(path.stem, execution.execution_id)
                 )
                 write_audit_record(record, audit_dir, stem)
             records.append(
@@ -317,6 +320,15 @@ def _print_stats(stats: MonitorStats) -> None:
     )
 
 
+def _alert_name(record: AuditRecord) -> str:
+    """The trace an alert names, with its trace id when the name does not say it already."""
+    trace = str(record.trace)
+    trace_id = record.execution_summary.get("execution_id")
+    if not isinstance(trace_id, str) or not trace_id or trace_id in trace:
+        return trace  # a CloudWatch trace is named by its id
+    return f"{trace} [{trace_id}]"
+
+
 @contract.command("monitor")
 @click.argument(
     "watch_dir", required=False, type=click.Path(path_type=Path, file_okay=False, exists=True)
@@ -371,7 +383,8 @@ def monitor(
 ) -> None:
     """Validate traces in WATCH_DIR (or a CloudWatch log group) as they come; Ctrl-C stops.
 
-    Each trace is validated once, also across restarts and a kill -9: the audit records in
+    A file holding several runs (trace ids) gets one verdict and one record per run. Each
+    run is validated once, also across restarts and a kill -9: the audit records in
     OUTPUT_DIR carry their trace's key and are the monitor's memory; each FAIL/WARN is
     printed and journaled once in OUTPUT_DIR/.canon-monitor-alerts.jsonl. A file is read
     once unchanged for --settle seconds. With --cloudwatch-log-group, spans are grouped
@@ -395,7 +408,9 @@ def monitor(
         verdict = record.verdict
         # one write: the alert's mark follows it at once (see canon.monitor.ledger)
         click.echo(
-            "\n".join([f"{verdict.status.upper():<5} {record.trace}", *_violation_lines(verdict)])
+            "\n".join(
+                [f"{verdict.status.upper():<5} {_alert_name(record)}", *_violation_lines(verdict)]
+            )
         )
 
     place = f"cloudwatch:{log_group}" if log_group is not None else str(watch_dir)

@@ -25,7 +25,7 @@ from canon.cli.run import (
     write_reports,
 )
 from canon.cli.spending import prepare_spending, show_estimate, spending_options
-from canon.cli.telemetry import OtelRequest, otel_options, send_telemetry
+from canon.cli.telemetry import OtelChoice, otel_options, send_telemetry
 from canon.core.scoring import ArtifactResult, fails_on_evidence
 from canon.project.store import dump_json
 from canon.report.json_report import results_document
@@ -55,7 +55,7 @@ def score(
     batch: bool,
     junit_path: Path | None,
     html_path: Path | None,
-    otel: OtelRequest | None,
+    otel: OtelChoice,
 ) -> None:
     """Score every artifact in the suite; exit 1 if any is non-canon.
 
@@ -64,6 +64,7 @@ def score(
     """
     check_report_paths(junit_path, html_path)
     config, suite, artifacts = load_run(config_path, suite_path, select, limit)
+    request = otel.request(config)  # refused here, before any judge call
     plan = build_plan(config, use_cache=not no_cache)
     if estimate:
         show_estimate(
@@ -90,7 +91,7 @@ def score(
     )
     code = exit_code(results)
     send_telemetry(
-        otel, results, plan, artifacts=artifacts, suite=suite, exit_code=code, quiet=quiet
+        request, results, plan, artifacts=artifacts, suite=suite, exit_code=code, quiet=quiet
     )
     if code == 3:
         unscored = [c for r in results for c in r.unscored]

@@ -28,6 +28,7 @@ from canon.errors import CanonError, InputError
 from canon.gates.contracts.audit import AuditRecord, create_audit_record
 from canon.gates.contracts.execution import DataSource
 from canon.gates.contracts.model import Contract
+from canon.gates.contracts.otel.shapes import sdk_fields
 from canon.gates.contracts.validate import validate
 from canon.monitor.ledger import Ledger
 from canon.monitor.stats import MonitorStats
@@ -114,14 +115,17 @@ class _Watch:
             span = json.loads(str(event.get("message", "")))
         except ValueError:
             span = None
-        if not isinstance(span, dict):
+        # ids at the top (ADOT, OTLP JSON) or under "context" (the OTel SDKs' own JSON)
+        raw_trace, raw_span, parent, _, _ = sdk_fields(span) if isinstance(span, dict) else [""] * 5
+        trace_id = raw_trace if isinstance(raw_trace, str) else ""
+        if not trace_id:
             self.counts["error"] += 1  # not a span: counted, never validated
             return None
-        trace_id = str(span.get("traceId") or span.get("trace_id") or "")
-        if not trace_id or self.key(trace_id) in self.ledger.done:
+        if self.key(trace_id) in self.ledger.done:
             return None
+        assert isinstance(span, dict)
         trace = self.open.setdefault(trace_id, _Trace(first_ms=stamp))
-        span_id = str(span.get("spanId") or span.get("span_id") or "")
+        span_id = str(raw_span or "")
         if span_id and span_id in trace.span_ids:
             return None  # the exporter delivered this span twice
         if span_id:
@@ -130,7 +134,7 @@ class _Watch:
         trace.first_ms = min(trace.first_ms, stamp) if trace.first_ms else stamp
         trace.quiet_polls = 0
         trace.last_new = now
-        if not (span.get("parentSpanId") or span.get("parent_span_id")):
+        if not parent:
             trace.has_root = True
         return trace_id
 

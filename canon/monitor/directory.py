@@ -1,11 +1,15 @@
-"""Watching a directory and validating every trace that lands in it, once.
+"""Watching a directory and validating every run in every trace file that lands in it, once.
 
 A file is read only when it has *settled*: its modification time is at least the settle
-window old, so a file still being written is pending, not an error. A trace is known by
-its file name and the SHA-256 of its bytes; the records in the output directory carry
-that key (see ``canon.monitor.ledger``), so a restart skips what has a record, reads
-what has none, and a file rewritten with new content counts as a new trace. A settled
-file that is no trace gets one error record; it is read again only if it changes.
+window old, so a file still being written is pending, not an error. A file is known by
+its name and the SHA-256 of its bytes, and each run in it (a file or session export may
+hold several, see ``canon.gates.contracts.otel.runs``) by that key and its trace id:
+``file:<name>#sha256:<digest>#<trace id>``. The records in the output directory carry
+those keys (see ``canon.monitor.ledger``), so a restart skips what has a record, reads
+what has none, also between two runs of one file, and a file rewritten with new content
+counts anew. A record keyed by the file alone (an unreadable file, or a record written
+before runs had keys) stands for the whole file. A settled file that is no trace gets one
+error record; it is read again only if it changes.
 """
 
 from __future__ import annotations
@@ -20,12 +24,12 @@ from typing import Any
 
 from canon.errors import CanonError, InputError
 from canon.gates.contracts.audit import AuditRecord, create_audit_record
-from canon.gates.contracts.execution import DataSource
+from canon.gates.contracts.execution import DataSource, Execution
 from canon.gates.contracts.model import Contract
 from canon.gates.contracts.validate import validate
-from canon.monitor.ledger import Ledger
+from canon.monitor.ledger import RUNS_FIELD, TRACE_ID_FIELD, Ledger
 from canon.monitor.stats import MonitorStats
-from canon.project.contract_files import read_trace
+from canon.project.contract_files import read_trace_runs, run_stem
 
 TRACE_PATTERNS = ("*.json", "*.jsonl")
 DEFAULT_SETTLE = 2.0  # seconds a file must stay unchanged before it is read
@@ -85,14 +89,14 @@ class _Session:
         if digest is None:
             return
         key = f"file:{name}#sha256:{digest}"
-        if key in self.ledger.done:
+        if key in self.ledger.done or key in self.ledger.files_done:
             self.known[name] = (signature, key)
             return
         try:
-            execution = read_trace(path, metadata=self.metadata)
+            runs = read_trace_runs(path, metadata=self.metadata)
             problem = None
         except CanonError as exc:
-            problem = str(exc)
+            runs, problem = [], str(exc)
         if _signature(path) != signature:
             self.pending.add(name)  # it changed while being read: read it once it settles
             return
@@ -102,18 +106,43 @@ class _Session:
             error = {"trace": str(path), "verdict": {"status": "error"}, "error": problem}
             self.ledger.finish(key, error, path.stem)
             return
+        for trace_id, execution in _run_ids(runs):
+            run_key = f"{key}#{trace_id}"
+            if run_key not in self.ledger.done:  # a kill may have come between two runs
+                stem = path.stem if len(runs) == 1 else run_stem(path.stem, trace_id)
+                self._validate(path, execution, run_key, stem, len(runs), trace_id)
+        self.ledger.files_done.add(key)
+
+    def _validate(
+        self, path: Path, execution: Execution, key: str, stem: str, runs: int, trace_id: str
+    ) -> None:
         mapping = self.contract.source_map if self.source_map is None else self.source_map
         verdict = validate(self.contract, execution, source_map=mapping)
         record = create_audit_record(verdict, execution, source_map=mapping, trace=str(path))
         self.counts[verdict.status] += 1
         hook = self.on_violation
         alert = None if hook is None or not verdict.violations else (lambda: hook(record))
-        self.ledger.finish(key, record.to_dict(), path.stem, alert)
+        stored = {**record.to_dict(), TRACE_ID_FIELD: trace_id, RUNS_FIELD: runs}
+        self.ledger.finish(key, stored, stem, alert)
 
     def stats(self, polls: int, interrupted: bool) -> MonitorStats:
         return MonitorStats.from_counts(
             self.counts, polls=polls, pending=len(self.pending), interrupted=interrupted
         )
+
+
+def _run_ids(runs: list[Execution]) -> list[tuple[str, Execution]]:
+    """Each run with the id its key ends in: its trace id, made unique within the file."""
+    seen: dict[str, int] = {}
+    named: list[tuple[str, Execution]] = []
+    for execution in runs:
+        trace_id = execution.execution_id
+        seen[trace_id] = seen.get(trace_id, 0) + 1
+        # distinct runs have distinct trace ids; a repeat would make two runs one key
+        named.append(
+            (trace_id if seen[trace_id] == 1 else f"{trace_id}~{seen[trace_id]}", execution)
+        )
+    return named
 
 
 def monitor_directory(
@@ -132,12 +161,13 @@ def monitor_directory(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.time,
 ) -> MonitorStats:
-    """Validate each trace file in ``watch_dir`` once: those present and those that arrive.
+    """Validate each run of each trace file in ``watch_dir`` once: those present and those
+    that arrive (a file holding several runs gets one verdict and one record per run).
 
     A file is read once unchanged for ``settle`` seconds (by ``clock``, wall time, against
     its modification time). With ``output_dir``, the records there are the memory: across
     restarts, and across a kill, no trace is validated twice or skipped, and
-    ``on_violation`` (called with each FAIL or WARN record) fires once per trace (a kill in
+    ``on_violation`` (called with each FAIL or WARN record) fires once per run (a kill in
     the instant after an alert may repeat that one alert). ``on_start`` gets the number of
     traces that already have a record, before the first poll. Stops after ``max_polls``
     polls, when ``stop()`` returns True, or on Ctrl-C, and returns the statistics.

@@ -11,28 +11,43 @@ calls apart) repeats that one alert on restart rather than lose it; a kill after
 but before the record re-validates the trace and sends nothing. The journal itself holds
 each alert exactly once, with its trace and status, for a notifier to follow. A torn last
 line (a kill mid-write) is cut off on restart.
+
+A file that holds several runs gets one record per run, each keyed ``<file key>#<trace
+id>`` and stating how many runs its file holds (``monitor_runs``): a file is done once all
+of them have a record, so a restart does not re-read it, and a kill between two runs'
+records validates only the runs without one.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from canon.errors import InputError
 from canon.project.contract_files import write_audit_record
 
 JOURNAL_FILE = ".canon-monitor-alerts.jsonl"
 KEY_FIELD = "monitor_key"
+RUNS_FIELD = "monitor_runs"  # how many runs the record's file holds
+TRACE_ID_FIELD = "trace_id"
 
 
 class LedgerError(InputError):
     """The output directory's journal is damaged, or another monitor is using it."""
 
 
-def record_keys(directory: Path) -> Iterator[str]:
+class RecordKey(NamedTuple):
+    """A record's monitor key; for a run of a file, the file's key and its number of runs."""
+
+    key: str
+    file_key: str | None = None
+    runs: int = 1
+
+
+def record_keys(directory: Path) -> Iterator[RecordKey]:
     """The monitor keys of the audit records in ``directory`` (other files are skipped)."""
     try:
         entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
@@ -51,9 +66,31 @@ def record_keys(directory: Path) -> Iterator[str]:
         key = data.get(KEY_FIELD)
         trace = data.get("trace")
         if isinstance(key, str):
-            yield key
+            yield _run_of_file(key, data)
         elif isinstance(trace, str) and trace.startswith("cloudwatch:"):
-            yield trace  # a record from before keys were stored: its trace names it
+            yield RecordKey(trace)  # a record from before keys were stored: its trace names it
+
+
+def _run_of_file(key: str, data: Mapping[str, Any]) -> RecordKey:
+    """A key ``<file key>#<trace id>`` whose record names its trace id and its file's runs."""
+    trace_id, runs = data.get(TRACE_ID_FIELD), data.get(RUNS_FIELD)
+    if not isinstance(trace_id, str) or isinstance(runs, bool) or not isinstance(runs, int):
+        return RecordKey(key)
+    suffix = f"#{trace_id}"
+    if runs < 1 or not key.endswith(suffix) or len(key) == len(suffix):
+        return RecordKey(key)
+    return RecordKey(key, key[: -len(suffix)], runs)
+
+
+def complete_files(keys: Iterable[RecordKey]) -> set[str]:
+    """The file keys every one of whose runs has a record."""
+    found: dict[str, set[str]] = {}
+    wanted: dict[str, int] = {}
+    for entry in keys:
+        if entry.file_key is not None:
+            found.setdefault(entry.file_key, set()).add(entry.key)
+            wanted[entry.file_key] = entry.runs
+    return {name for name, runs in found.items() if len(runs) >= wanted[name]}
 
 
 def read_journal(path: Path) -> set[str]:
@@ -88,6 +125,7 @@ class Ledger:
     def __init__(self, directory: Path | None) -> None:
         self.directory = directory
         self.done: set[str] = set()
+        self.files_done: set[str] = set()  # file keys whose every run has a record
         self.alerted: set[str] = set()
         self._journal: int | None = None
         if directory is None:
@@ -98,7 +136,9 @@ class Ledger:
         try:
             _lock(self._journal, directory)
             self.alerted = read_journal(path)
-            self.done = set(record_keys(directory))
+            keys = list(record_keys(directory))
+            self.done = {entry.key for entry in keys}
+            self.files_done = complete_files(keys)
         except BaseException:
             self.close()
             raise

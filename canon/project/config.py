@@ -12,7 +12,7 @@ import tomllib
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from canon.core.evidence import DecisionRule
 from canon.core.rubric import refuse_rubric_override
@@ -26,6 +26,7 @@ DEFAULT_TOLERANCE = 0.02
 DEFAULT_BASELINES_DIR = "canon/baselines"
 DEFAULT_CONCURRENCY = 8
 DEFAULT_JUDGE_CACHE = ".canon/judge-cache.sqlite3"
+OtelMode = Literal["off", "on", "strict"]  # whether runs send their results as OTel events
 
 _PATH_KEYS = ("constitution_path", "baselines_dir", "suite", "policy")
 # Settings passed through to the model judge (canon.judge.litellm_judge.LiteLLMJudge).
@@ -73,6 +74,7 @@ _KNOWN_KEYS = frozenset(
         "flip_rate",
         "max_reasks",
         "max_cost",
+        "otel",
     }
 )
 
@@ -103,6 +105,8 @@ class Config:
     batch: bool = False  # judge_options.batch: ask through the provider's Batch API
     # whether a suite's response/trace files may lie outside the project's directories
     allow_outside_paths: bool = False
+    # otel: true / strict sends every run's results as gen_ai.evaluation.result events
+    otel: OtelMode = "off"
 
     @property
     def project_roots(self) -> tuple[Path, ...]:
@@ -253,6 +257,7 @@ def config_from_mapping(data: Mapping[str, Any], *, source: Path, base_dir: Path
     if not isinstance(outside, bool):
         raise ConfigError(f"{source}: 'allow_outside_paths' must be true or false, got {outside!r}")
     values["allow_outside_paths"] = outside
+    values["otel"] = _otel(data.get("otel", False), source)
     values.setdefault("baselines_dir", base_dir / DEFAULT_BASELINES_DIR)
     return Config(source=source, base_dir=base_dir, **values)
 
@@ -320,6 +325,17 @@ def _max_cost(raw: object, source: Path) -> float:
             f"{source}: 'max_cost' must be a number of US dollars >= 0 (e.g. 5.00), got {raw!r}"
         )
     return float(raw)
+
+
+def _otel(raw: object, source: Path) -> OtelMode:
+    """``otel: true`` is --otel on every run, ``strict`` is --otel-strict, false is off."""
+    if raw is True:
+        return "on"
+    if raw is False or raw is None:
+        return "off"
+    if raw == "strict":
+        return "strict"
+    raise ConfigError(f"{source}: 'otel' must be true, false or strict, got {raw!r}")
 
 
 def _judge_cache(raw: object, base_dir: Path, source: Path) -> Path | None:

@@ -7,6 +7,7 @@ are where the file system is touched.
 from __future__ import annotations
 
 import itertools
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,8 @@ from canon.project.store import (
     read_yaml,
     write_new_file,
 )
+
+_UNSAFE_NAME = re.compile(r"[^A-Za-z0-9._-]")  # what a trace id may not bring into a file name
 
 
 def load_contract_file(name_or_path: str) -> Contract:
@@ -93,6 +96,12 @@ def _parsed_trace(path: Path) -> object:
         return parse_trace_text(text, source=str(path))
     except ValueError as exc:  # e.g. an integer beyond CPython's digit limit
         raise InputError(f"{path}: the trace is not valid JSON: {exc}") from None
+
+
+def run_stem(stem: str, trace_id: str) -> str:
+    """The record name stem of one run of a file of several: ``<stem>_<trace id>``, with any
+    character a file name should not hold (``/``, ``:``, spaces) written as ``_``."""
+    return f"{stem}_{_UNSAFE_NAME.sub('_', trace_id)}"
 
 
 def write_audit_record(record: AuditRecord | Mapping[str, Any], directory: Path, stem: str) -> Path:

@@ -31,6 +31,7 @@ from canon.errors import BaselineError, JudgeUnavailableError
 from canon.judge.sync import run_sync
 from canon.project.config import Config
 from canon.project.store import read_json, write_json_atomic
+from canon.pytest_plugin.telemetry import EventRecorder
 from canon.report.check import render_check
 
 ACCEPT_HINT = "run pytest --canon-accept to record it"
@@ -101,11 +102,14 @@ class CanonBaseline:
         metric: CoherenceMetric,
         config: Config,
         node: pytest.Item,
+        *,
+        recorder: EventRecorder | None = None,
     ) -> None:
         self._session = session
         self._metric = metric
         self._config = config
         self._node = node
+        self._recorder = recorder  # keeps each verdict for --canon-otel
         self._count = 0
 
     def check(self, artifact: object, *, id: str | None = None) -> ArtifactResult:
@@ -139,6 +143,8 @@ class CanonBaseline:
         confirmation = run_sync(score_run(plan, [item], rule, baseline=one, budget_cells=budget))
         comparison = compare_run(plan, confirmation, one, self._config.tolerance, rule)
         (result,) = confirmation.results
+        if self._recorder is not None:
+            self._recorder.add(plan, item, result, suite=self._session.name, comparison=comparison)
         self._node.user_properties.append(("canon.status", comparison.status))
         if result.score is not None:
             self._node.user_properties.append(("canon.score", f"{result.score:.4f}"))
@@ -173,6 +179,8 @@ class CanonBaseline:
         plan, rule = self._metric.plan, self._metric.rule
         confirmation = run_sync(score_run(plan, [item], rule, record=True))
         (result,) = confirmation.results
+        if self._recorder is not None:
+            self._recorder.add(plan, item, result, suite=self._session.name)
         if result.unscored:
             self._outcome(key, "unavailable", "not recorded: questions unanswered")
             raise JudgeUnavailableError(

@@ -9,6 +9,7 @@ the tests that use it are errors (not failures) naming the file and the problem.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -19,9 +20,12 @@ if TYPE_CHECKING:
     from canon.core.constitution import Constitution
     from canon.project.config import Config
     from canon.pytest_plugin.baseline import BaselineSession, CanonBaseline
+    from canon.pytest_plugin.telemetry import EventRecorder
 
 _SESSION = pytest.StashKey["BaselineSession"]()
 _CONFIG = pytest.StashKey["Config"]()
+_RECORDER = pytest.StashKey["EventRecorder | None"]()  # set once canon_metric is built
+_OTEL_LINES = pytest.StashKey["list[str]"]()
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -53,6 +57,28 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         metavar="NAME",
         help="the baseline file canon_baseline uses: <baselines_dir>/NAME.json (default pytest).",
     )
+    group.addoption(
+        "--canon-otel",
+        action="store_true",
+        default=False,
+        help="send each verdict canon_metric and canon_baseline reach as an OpenTelemetry "
+        "gen_ai.evaluation.result event at the end (OTEL_EXPORTER_OTLP_ENDPOINT; needs "
+        "canon-testing[otel]; or CANON_OTEL=1, or otel: true in canon.yaml).",
+    )
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """With --canon-otel, refuse at once a setup that could not send (the SDK, the URL)."""
+    if not config.getoption("--canon-otel", default=False):
+        return
+    from canon.errors import TelemetrySetupError
+    from canon.report.otel_export import check_telemetry
+
+    try:
+        check_telemetry()
+    except TelemetrySetupError as exc:
+        message = str(exc).replace("--otel needs", "--canon-otel needs")
+        raise pytest.UsageError(f"canon: {message}") from None
 
 
 @pytest.fixture(scope="session")
@@ -97,14 +123,35 @@ def canon_metric(
         base_dir=canon_config.base_dir,
         options=canon_config.judge_options,
     )
-    return CoherenceMetric(
-        constitution=canon_constitution,
-        judge=cached_judge(judge, cache),
-        threshold=canon_config.threshold,
-        policy=canon_config.policy,
-        contract=canon_config.contract,
-        rule=canon_config.rule,
-    )
+    options: dict[str, Any] = {
+        "constitution": canon_constitution,
+        "judge": cached_judge(judge, cache),
+        "threshold": canon_config.threshold,
+        "policy": canon_config.policy,
+        "contract": canon_config.contract,
+        "rule": canon_config.rule,
+    }
+    recorder = _recorder(request.config, canon_config)
+    if recorder is None:
+        return CoherenceMetric(**options)
+    from canon.pytest_plugin.telemetry import ReportingMetric
+
+    return ReportingMetric(recorder, **options)
+
+
+def _recorder(config: pytest.Config, canon_config: Config) -> EventRecorder | None:
+    """The session's event recorder when it sends events (a setup that cannot send raises)."""
+    if _RECORDER not in config.stash:
+        from canon.pytest_plugin.telemetry import EventRecorder, otel_enabled
+
+        recorder = None
+        if otel_enabled(bool(config.getoption("--canon-otel")), canon_config, os.environ):
+            from canon.report.otel_export import check_telemetry
+
+            check_telemetry()  # CANON_OTEL or canon.yaml asked: the fixture errors with why
+            recorder = EventRecorder()
+        config.stash[_RECORDER] = recorder
+    return config.stash[_RECORDER]
 
 
 def _baseline_session(config: pytest.Config) -> BaselineSession:
@@ -130,13 +177,22 @@ def canon_baseline(
 
     request.config.stash[_CONFIG] = canon_config
     return CanonBaseline(
-        _baseline_session(request.config), canon_metric, canon_config, request.node
+        _baseline_session(request.config),
+        canon_metric,
+        canon_config,
+        request.node,
+        recorder=_recorder(request.config, canon_config),
     )
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:
-    """Hand records to the xdist controller, or write them once (atomically)."""
+    """Send the session's events; hand records to the xdist controller, or write them once."""
     config = session.config
+    recorder = config.stash.get(_RECORDER, None)
+    if recorder is not None and recorder.judged:
+        from canon.report.otel_export import canon_version
+
+        config.stash[_OTEL_LINES] = recorder.send(canon_version())
     if _SESSION not in config.stash:
         return
     state = config.stash[_SESSION]
@@ -172,12 +228,13 @@ def pytest_testnodedown(node: Any, error: Any) -> None:
 
 
 def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pytest.Config) -> None:
-    """Counts, regressions and the remedy, once at the end of the run."""
-    if _SESSION not in config.stash:
-        return
-    from canon.pytest_plugin.baseline import summary_lines
+    """Counts, regressions and the remedy, once at the end of the run; what was sent."""
+    sent: list[str] = config.stash.get(_OTEL_LINES, [])
+    lines = list(sent)
+    if _SESSION in config.stash:
+        from canon.pytest_plugin.baseline import summary_lines
 
-    lines = summary_lines(config.stash[_SESSION], config.stash.get(_WRITTEN, None))
+        lines = summary_lines(config.stash[_SESSION], config.stash.get(_WRITTEN, None)) + lines
     if lines:
         terminalreporter.section("canon")
         for line in lines:

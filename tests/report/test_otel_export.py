@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from canon.cli.otel_export import (
+from canon.core.artifact import Artifact
+from canon.errors import TelemetrySetupError
+from canon.report.otel_events import EvaluationEvent, TraceLink, evaluation_events
+from canon.report.otel_export import (
     INSTALL_LINE,
     check_telemetry,
     logs_endpoint,
     send_events,
     trace_links,
 )
-from canon.core.artifact import Artifact
-from canon.errors import TelemetrySetupError
-from canon.report.otel_events import EvaluationEvent, TraceLink, evaluation_events
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 OTEL_VARIABLES = (
@@ -209,11 +209,11 @@ def test_the_sdk_is_imported_in_one_module_only_and_not_by_the_commands():
         for path in package.rglob("*.py")
         if "from opentelemetry" in path.read_text() or "import opentelemetry" in path.read_text()
     )
-    assert importers == ["cli/otel_export.py"]
+    assert importers == ["report/otel_export.py"]
     import subprocess
 
     code = (
-        "import sys, canon.cli.score, canon.cli.baseline, canon.cli.otel_export\n"
+        "import sys, canon.cli.score, canon.cli.baseline, canon.report.otel_export\n"
         "print(any(m.startswith('opentelemetry') for m in sys.modules))"
     )
     out = subprocess.run(

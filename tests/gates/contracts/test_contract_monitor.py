@@ -147,9 +147,18 @@ def test_a_restart_neither_repeats_nor_skips_a_trace_nor_its_alert(tmp_path, cor
         "fail_c.json",
         "pass_a.json",
     ]
-    keys = sorted(record["monitor_key"].split("#sha256:") for record in _records(out))
-    assert [name for name, _ in keys] == ["file:a.json", "file:b.json", "file:c.json"]
-    assert all(len(digest) == 64 for _, digest in keys)
+    # file:<name>#sha256:<digest>#<trace id>: a run is known by its file and its trace id
+    keys = sorted(record["monitor_key"].split("#") for record in _records(out))
+    assert [name for name, _, _ in keys] == ["file:a.json", "file:b.json", "file:c.json"]
+    assert all(digest.startswith("sha256:") and len(digest) == 71 for _, digest, _ in keys)
+    assert [r["trace_id"] for r in _records(out)] == [
+        r["execution_summary"]["execution_id"] for r in _records(out)
+    ]
+    assert [trace_id for _, _, trace_id in keys] == [
+        "trace-valid-001",
+        "trace-invalid-001",
+        "trace-invalid-001",
+    ]
 
 
 def test_a_file_rewritten_with_new_content_is_a_new_trace(tmp_path, corpus_dir):

@@ -154,3 +154,30 @@ def test_generate_with_an_unknown_trace_id_lists_the_runs() -> None:
     assert result.returncode == 2
     assert "--trace-id deadbeef" in result.stderr
     assert FIVE_IDS[0] in result.stderr
+
+
+def test_audit_record_names_make_a_trace_id_safe_for_a_file_name(
+    contract_file: Path, tmp_path: Path
+) -> None:
+    def span(trace_id: str, span_id: str, start_s: int) -> dict[str, object]:
+        return {
+            "traceId": trace_id,
+            "spanId": span_id,
+            "name": "invoke_agent a",
+            "startTimeUnixNano": str(start_s * 10**9),
+            "endTimeUnixNano": str(start_s * 10**9 + 10**8),
+        }
+
+    runs = tmp_path / "runs.json"
+    document = {"resourceSpans": [{"scopeSpans": [{"spans": [span("run/1", "a1", 100)]}]}]}
+    document["resourceSpans"][0]["scopeSpans"][0]["spans"].append(span("run 2:x", "b1", 200))
+    runs.write_text(json.dumps(document))
+    audit = tmp_path / "audit"
+    result = _invoke(
+        "run", "--contract", str(contract_file), "--traces", str(runs), "--audit-dir", str(audit)
+    )
+    assert result.exit_code == 0, result.output
+    assert sorted(p.name for p in audit.iterdir()) == [
+        "pass_runs_run_1.json",
+        "pass_runs_run_2_x.json",
+    ]

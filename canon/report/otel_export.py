@@ -1,10 +1,10 @@
 """The OpenTelemetry edge: send evaluation events as OTLP/HTTP log records.
 
 The OpenTelemetry SDK is the optional ``otel`` extra; this is the one module that imports
-it, always inside a function, so ``canon`` works without it. It lives with the commands
-because the report layer only renders (``canon.report.otel_events`` makes the values).
-The endpoint, headers, timeout and service name come from the standard ``OTEL_*``
-variables, read by the SDK.
+it, always inside a function, so ``canon`` works without it. ``otel_events`` makes the
+values; this module sends them, for both interfaces (the commands' ``--otel`` and the
+pytest plugin's ``--canon-otel``), so it sits below them. The endpoint, headers, timeout
+and service name come from the standard ``OTEL_*`` variables, read by the SDK.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from importlib import metadata
 from pathlib import Path
 from typing import Any, cast
 from urllib.parse import urlsplit
@@ -48,6 +49,14 @@ class ExportSummary:
     def complete(self) -> bool:
         """Whether every event reached the endpoint (or sending was disabled on purpose)."""
         return self.disabled or self.sent == self.total
+
+
+def canon_version() -> str:
+    """Canon's installed version, the instrumentation scope's version on every event."""
+    try:
+        return metadata.version("canon-testing")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
 
 
 def check_telemetry(environ: Mapping[str, str] | None = None) -> str:
