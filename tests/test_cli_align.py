@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
@@ -228,6 +229,27 @@ def test_a_failed_check_names_the_failing_principles_recorded_alignment(project,
     (status,) = document["alignment"]
     assert status["question"] == "P2" and status["validated"] is True
     assert status["kappa"] == pytest.approx(KAPPA_P2, abs=1e-6) and status["n"] == 8
+
+
+def test_every_check_report_names_the_failing_principles_alignment(project, monkeypatch, tmp_path):
+    _judge(monkeypatch, _script)
+    _canon(project, "align")
+    _fail_p2(project, monkeypatch)
+    _judge(monkeypatch, _script)
+    junit, html = tmp_path / "r.xml", tmp_path / "r.html"
+    summary = tmp_path / "summary.md"
+    monkeypatch.setenv("GITHUB_STEP_SUMMARY", str(summary))
+    result = _canon(
+        project, "check", "--format", "github", "--junit-xml", str(junit), "--html", str(html)
+    )
+    assert result.exit_code == 1, result.output
+    said = "judge agrees with human labels on P2 [escalate-large-refunds]: kappa 0.47 ["
+    notices = [line for line in result.stdout.splitlines() if "judge alignment" in line]
+    assert len(notices) == 1 and notices[0].startswith("::notice ") and said in notices[0]
+    out = ET.parse(junit).getroot().find("testsuite/system-out")
+    assert out is not None and said in (out.text or "")
+    assert said in html.read_text() and 'class="alignment"' in html.read_text()
+    assert said in summary.read_text()
 
 
 def test_a_failed_check_without_alignment_says_the_judge_is_not_validated(project, monkeypatch):

@@ -239,6 +239,9 @@ def check(
     alignment, refusal = check_alignment(
         recorded_alignment, plan, comparison, results, require_alignment
     )
+    comparison = dataclasses.replace(
+        comparison, alignment=tuple(status.line for status in alignment)
+    )
     if output_format == "json":
         document = check_document(
             comparison, baseline, suite=suite.stem, path=shown(path), results=results
@@ -254,7 +257,6 @@ def check(
             path=shown(path),
             results=results,
             usage_line=usage.line(),
-            alignment=[status.line for status in alignment],
         )
         click.echo(report, nl=False)
     if output_format == "github":

@@ -181,6 +181,9 @@ class Comparison:
     # Why the judge cannot separate a regression in this run (canon.core.judge_health);
     # a failing check with reasons here is inconclusive, never a confident regression.
     inconclusive: tuple[str, ...] = ()
+    # Per question the check failed on, the judge's recorded agreement with human labels
+    # (``canon align``), one line each; the CLI fills it in from the alignment record.
+    alignment: tuple[str, ...] = ()
 
     @property
     def regressions(self) -> tuple[Flip, ...]:

@@ -21,6 +21,8 @@ _FLIP_VERDICTS = {
     "unsettled": "not a regression (the baseline answer was a single ask)",
 }
 
+ALIGNMENT_HEADING = "the judge on the questions that failed (agreement with human labels)"
+
 
 INCONCLUSIVE_EXIT_CODE = 6
 
@@ -98,12 +100,8 @@ def render_check(
     path: str,
     results: Sequence[ArtifactResult] = (),
     usage_line: str | None = None,
-    alignment: Sequence[str] = (),
 ) -> str:
-    """The human-readable check report, with the judge's reasons; it ends with the remedy.
-
-    ``alignment`` holds, per question the check failed on, the judge's recorded agreement
-    with human labels (``canon align``)."""
+    """The human-readable check report, with the judge's reasons; it ends with the remedy."""
     c = comparison
     by_key = {r.key: r for r in results}
     before, now = c.canon_rate
@@ -160,9 +158,9 @@ def render_check(
     if c.notes:
         lines.append("notes:")
         lines.extend(f"  - {note}" for note in c.notes)
-    if alignment:
-        lines.append("the judge on the questions that failed (agreement with human labels):")
-        lines.extend(f"  - {line}" for line in alignment)
+    if c.alignment:
+        lines.append(f"{ALIGNMENT_HEADING}:")
+        lines.extend(f"  - {line}" for line in c.alignment)
     if usage_line is not None:
         lines.append(usage_line)
     lines.append(remedy(c, baseline))

@@ -104,6 +104,9 @@ def github_annotations(
                 )
             )
         lines.extend(annotation("notice", f"{TITLE} note", note) for note in comparison.notes)
+        lines.extend(
+            annotation("notice", f"{TITLE} judge alignment", line) for line in comparison.alignment
+        )
     unscored = sum(len(r.unscored) for r in results)
     if unscored:
         lines.append(
@@ -170,6 +173,9 @@ def github_summary(
     if failing:
         lines += ["", "| non-canon artifact | why |", "|---|---|"]
         lines.extend(f"| {_md(r.key)} | {_md('; '.join(r.reasons))} |" for r in failing)
+    if comparison is not None and comparison.alignment:
+        lines += ["", "The judge on the questions that failed (agreement with human labels):", ""]
+        lines.extend(f"- {_md(line)}" for line in comparison.alignment)
     return "\n".join(lines) + "\n\n"
 
 

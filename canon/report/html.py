@@ -202,6 +202,11 @@ def _comparison(comparison: Comparison) -> str:
             "<h3>Inconclusive: the judge is too noisy to separate a regression</h3>"
             + _list("inconclusive", c.inconclusive)
         )
+    if c.alignment:
+        parts.append(
+            "<h3>The judge on the questions that failed (agreement with human labels)</h3>"
+            + _list("alignment", c.alignment)
+        )
     if c.notes:
         parts.append("<h3>Notes</h3>" + _list("notes", c.notes))
     parts.append("</section>")

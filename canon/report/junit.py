@@ -18,6 +18,7 @@ from canon.core.scoring import (
     shortfalls,
     shown_score,
 )
+from canon.report.check import ALIGNMENT_HEADING
 
 # Everything XML 1.0 has no way to express, even as a character reference: C0 controls
 # other than tab, newline and carriage return, lone surrogates, and U+FFFE/U+FFFF.
@@ -60,8 +61,12 @@ def junit_xml(
             case = _case(testsuite, classname, key)
             _child(case, "skipped", "recorded in the baseline but not in this run")
         _drift_case(testsuite, classname, comparison)
-        if comparison.notes:
-            _text(testsuite, "system-out", "\n".join(comparison.notes))
+        out = list(comparison.notes)
+        if comparison.alignment:
+            out.append(f"{ALIGNMENT_HEADING}:")
+            out.extend(f"  - {line}" for line in comparison.alignment)
+        if out:
+            _text(testsuite, "system-out", "\n".join(out))
     cases = testsuite.findall("testcase")
     failures = sum(case.find("failure") is not None for case in cases)
     errors = sum(case.find("failure") is None and case.find("error") is not None for case in cases)
