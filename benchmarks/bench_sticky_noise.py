@@ -326,7 +326,7 @@ def local(args: argparse.Namespace) -> None:
                     )
                     trials.append(local_trial(judge, replicates, plant))
                 statuses = ", ".join(
-                    t.status + (" (names large-refund)" if "large-refund" in t.named else "")
+                    t.status + (f" (names {', '.join(sorted(t.named))})" if t.named else "")
                     for t in trials
                 )
                 print(

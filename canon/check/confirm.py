@@ -37,6 +37,7 @@ from canon.core.scoring import (
     ArtifactResult,
     Cell,
     judge_verdict,
+    refused_cell,
     score_cell,
     unscored_cell,
 )
@@ -51,7 +52,7 @@ from canon.core.settle import (
     worst_labels,
 )
 from canon.core.usage import Usage, total
-from canon.errors import JudgeError, JudgeScriptError
+from canon.errors import JudgeError, JudgeRefusedError, JudgeScriptError
 from canon.judge.base import JudgeRequest
 from canon.judge.concurrency import AdaptiveLimiter
 
@@ -244,6 +245,9 @@ class _ArtifactConfirmation:
         }
         self.evidence: dict[str, Evidence] = {}
         self.failed: dict[str, str] = {}
+        # Questions the judge refused to judge on a re-ask or second look: a refusal is its
+        # own outcome there too (the cell is refused), never a failed re-ask read as an outage.
+        self.refused: dict[str, str] = {}
         self.spent: list[Usage] = []  # what the re-asks cost, failed ones included
         self.agreeing: dict[str, list[str]] = {}  # per cell, the variations that agreed
 
@@ -391,6 +395,8 @@ class _ArtifactConfirmation:
         except JudgeError as exc:
             if exc.usage is not None:
                 self.spent.append(exc.usage)
+            if isinstance(exc, JudgeRefusedError):
+                self.refused.setdefault(cell.id, str(exc))
             return str(exc)
         return answer
 
@@ -398,6 +404,9 @@ class _ArtifactConfirmation:
         pooled: list[Cell] = []
         for cell in self.result.cells:
             answers = self.answers.get(cell.id)
+            if cell.id in self.refused and cell.state != "unscored":
+                pooled.append(refused_cell(cell.question, self.refused[cell.id], cell.usage))
+                continue
             if cell.state == "unscored" or answers is None or len(answers) == 1:
                 pooled.append(cell)
                 continue
