@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from canon.check.confirm import confirm, describe_variant
+from canon.check.confirm import confirm
 from canon.check.runner import ScoringPlan, score_artifacts
+from canon.check.variants import describe_variant
 from canon.cli import main
 from canon.core.artifact import Artifact
 from canon.core.constitution import Constitution, Principle

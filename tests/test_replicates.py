@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from canon.check.confirm import replicate_for
 from canon.check.pipeline import baseline_from_run, check_run, score_run
 from canon.check.runner import ScoringPlan
+from canon.check.variants import replicate_for
 from canon.cli import main
 from canon.core.artifact import Artifact
 from canon.core.baseline import baseline_from_data, baseline_to_data

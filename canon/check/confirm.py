@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from canon.check.runner import DEFAULT_CONCURRENCY, ScoringPlan
+from canon.check.variants import describe_variant, replicate_for
 from canon.core.artifact import Artifact
 from canon.core.baseline import ArtifactRecord, Baseline, recorded_question
 from canon.core.evidence import (
@@ -30,8 +31,6 @@ from canon.core.evidence import (
     mass_on,
     open_evidence_from,
 )
-from canon.core.prompt import choice_order
-from canon.core.rubric import Question
 from canon.core.scoring import (
     Answer,
     ArtifactResult,
@@ -198,28 +197,6 @@ class _Settled:
 
 async def _unchanged(result: ArtifactResult) -> _Settled:
     return _Settled(result, {}, 0, 0, {})
-
-
-def replicate_for(variant: int, replicates: int) -> int:
-    """Which response re-ask ``variant`` shows: the first ``replicates`` re-asks show each
-    once, and over ``replicates``² re-asks every response meets each of the rubric's three
-    wordings (k mod 3), rather than one fixed pairing."""
-    if replicates <= 1 or variant <= 0:
-        return 0
-    step = variant - 1
-    return (step + step // replicates) % replicates
-
-
-def describe_variant(
-    question: Question, variant: int, judge: str | None = None, replicates: int = 1
-) -> str:
-    """How re-ask ``variant`` put the question: its wording, choice order, response, judge."""
-    count = len(question.wordings) + 1
-    order = "/".join(c.label for c in choice_order(question, variant))
-    text = f"re-ask {variant}: wording {variant % count + 1} of {count}, choices {order}"
-    if replicates > 1:
-        text += f", response {replicate_for(variant, replicates) + 1} of {replicates}"
-    return text if judge is None else f"{text}, judge {judge}"
 
 
 class _ArtifactConfirmation:

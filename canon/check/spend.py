@@ -13,8 +13,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from canon.check.confirm import replicate_for
 from canon.check.runner import ScoringPlan
+from canon.check.variants import replicate_for
 from canon.core.artifact import Artifact, text_digest
 from canon.core.baseline import SETTLED_FORMAT, Baseline, recorded_question
 from canon.core.scoring import Answer, ArtifactResult
