@@ -8,8 +8,9 @@ numbers them) with OpenTelemetry-style attributes, so the usual conventions clas
   ``metadata.attributes`` (a JSON string or an object); its Langfuse ``type`` is kept as
   ``langfuse.observation.type`` and its ``input``/``output`` as ``input.value`` and
   ``output.value`` when the attributes hold no such key.
-- Datadog APM: a span with ``meta``/``metrics`` maps, integer ids and ``start``/``duration``
-  in nanoseconds; ``resource`` is kept as ``resource.name`` (Datadog's own OTel mapping).
+- Datadog APM: a span with ``meta``/``metrics`` maps, integer ids (or, from dd-trace-js,
+  decimal strings) and ``start``/``duration`` in nanoseconds; ``resource`` is kept as
+  ``resource.name`` (Datadog's own OTel mapping).
 - Zipkin v2: ``id``/``parentId``, ``timestamp``/``duration`` in microseconds, ``tags``,
   ``localEndpoint.serviceName``; a span may lack a name.
 """
@@ -129,9 +130,9 @@ def datadog_span(item: dict[str, Any]) -> tuple[RawSpan, dict[str, Any]]:
     return (
         _span(
             name,
-            normalize_id(item.get("trace_id"), 32),
-            normalize_id(item.get("span_id")),
-            normalize_id(item.get("parent_id")),
+            _datadog_trace_id(item.get("trace_id")),
+            normalize_id(_datadog_number(item.get("span_id"))),
+            normalize_id(_datadog_number(item.get("parent_id"))),
             start,
             end,
             status,
@@ -140,6 +141,22 @@ def datadog_span(item: dict[str, Any]) -> tuple[RawSpan, dict[str, Any]]:
         ),
         resource,
     )
+
+
+def _datadog_number(raw: object) -> object:
+    """A Datadog id as its integer: dd-trace-js writes the uint64 ids as decimal strings."""
+    if isinstance(raw, str) and raw.isascii() and raw.isdigit():
+        return int(raw)
+    return raw
+
+
+def _datadog_trace_id(raw: object) -> str:
+    """A Datadog trace id as 32 hex digits; snapshots number their traces from 0."""
+    number = _datadog_number(raw)
+    if isinstance(number, int) and not isinstance(number, bool) and number >= 0:
+        # 0 is a real trace in a test-agent snapshot (its first one), not a missing id
+        return format(number, "032x")
+    return normalize_id(number, 32)
 
 
 def zipkin_span(item: dict[str, Any]) -> tuple[RawSpan, dict[str, Any]]:

@@ -11,14 +11,15 @@ fires wins:
    ``traceloop.span.kind == tool``, or a legacy ``<name>.tool`` span that carries
    OpenLLMetry's ``traceloop.*`` marks; Claude Code ``claude_code.tool``; Datadog APM
    spans (``<integration>.tool.<Tool>``, a ``<integration>.tool`` span named by its
-   ``resource``, or a ``resource`` ending in `` Tool`` such as ``CrewAI Tool``); Langfuse
+   ``resource``, a ``resource`` ending in `` Tool`` such as ``CrewAI Tool``, a Genkit
+   ``genkit.operation.type`` of ``tool`` named by its ``resource``); Langfuse
    observations of type ``TOOL``; span names ``execute_tool <name>`` and
    ``running tool: <name>``. The PydanticAI ``running tools`` wrapper around parallel
    calls is *not* a tool.
 2. agent: ``invoke_agent``/``create_agent`` operations, OpenInference ``AGENT``,
    OpenLLMetry ``agent``/``workflow`` spans, PydanticAI ``agent run``, Claude Code
-   ``claude_code.interaction``, Datadog ``resource`` `` Agent``/``Crew Kickoff``, Langfuse
-   ``AGENT`` observations.
+   ``claude_code.interaction``, Datadog ``resource`` `` Agent``/``Crew Kickoff``, a Genkit
+   ``flow``, Langfuse ``AGENT`` observations.
 3. model call: chat-like operations (``chat``, ``generate_content``, ``call_llm`` ...),
    OpenInference ``LLM``/``EMBEDDING``, ``llm.request.type``, ``ChatBedrock.chat`` or
    ``chat <model>`` names, ``claude_code.llm_request``, Langfuse ``GENERATION``, or a
@@ -66,6 +67,7 @@ CLASSIFY_KEYS = frozenset(
         "langfuse.observation.type",
         "traceloop.workflow.name",
         "target",
+        "genkit.operation.type",
     }
 )
 # BeeAI's OpenInference spans follow its emitter: one TOOL span per event of one call. The
@@ -75,6 +77,14 @@ _BEEAI_PASSING = frozenset({"start", "finish", "retry", "partialUpdate"})
 # OpenLLMetry (Traceloop) marks its spans with these; its legacy ``<name>.tool`` span names
 # mean a tool only there (Datadog's ``pydantic_ai.tool`` is no tool called ``pydantic_ai``).
 _OPENLLMETRY_KEYS = ("traceloop.span.kind", "traceloop.entity.name", "traceloop.workflow.name")
+# dd-trace-js's Genkit integration types its spans in ``genkit.operation.type``.
+_GENKIT_KINDS: dict[str, StepKind] = {
+    "tool": "tool_call",
+    "generation": "model_call",
+    "embedding": "model_call",
+    "retrieval": "retrieval",
+    "flow": "agent",
+}
 _LANGFUSE_KINDS: dict[str, StepKind] = {
     "AGENT": "agent",
     "GENERATION": "model_call",
@@ -158,7 +168,7 @@ def classify(
         return "tool_call", _tool_name(get("tool_name"), name, hot)
     resource = get("resource.name")
     if resource.__class__ is str:
-        found = _datadog(resource, name)
+        found = _datadog(resource, name, get("genkit.operation.type"))
         if found is not None:
             return found
     langfuse = get("langfuse.observation.type")
@@ -222,8 +232,12 @@ def _vercel(operation: str, name: str, hot: Mapping[str, Any]) -> tuple[StepKind
     return None
 
 
-def _datadog(resource: str, name: str) -> tuple[StepKind, str] | None:
+def _datadog(resource: str, name: str, genkit: object) -> tuple[StepKind, str] | None:
     """Datadog APM spans of its LLM integrations, typed by name and ``resource``."""
+    if genkit.__class__ is str and genkit in _GENKIT_KINDS:
+        # dd-trace-js's Genkit spans: genkit.request for a model, an embedder or a retriever
+        kind = _GENKIT_KINDS[genkit]
+        return kind, resource if kind == "tool_call" and resource else name
     head, dot, tool = name.partition(".tool.")
     if dot and head and tool:
         return "tool_call", tool  # claude_agent_sdk.tool.Bash

@@ -66,6 +66,7 @@ _SCOPE_HINTS = (
     ("autogen", "autogen"),
     ("beeai", "beeai"),
     ("koog", "koog"),
+    ("genkit", "genkit"),
 )
 # Monocle names the framework in its entity types: "agent.adk", "workflow.langgraph", ...
 _MONOCLE_FRAMEWORKS = {

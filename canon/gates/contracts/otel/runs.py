@@ -18,20 +18,20 @@ from canon.gates.contracts.otel.values import normalize_id
 
 def trace_ids(entries: list[RawSpan | OtlpRun]) -> list[str]:
     """The distinct non-empty trace ids of the spans, in order of first appearance."""
-    raw: dict[object, None] = {}
+    found: dict[str, None] = {}
     for entry in entries:
         if isinstance(entry, OtlpRun):
             try:
-                raw.update(dict.fromkeys(map(dict.get, entry.spans, repeat("traceId"))))
+                raw = dict.fromkeys(map(dict.get, entry.spans, repeat("traceId")))
             except TypeError:  # an unhashable id: normalized one by one below
-                raw.update((str(span.get("traceId")), None) for span in entry.spans)
-        else:
-            raw[entry.trace_id] = None
-    found: dict[str, None] = {}
-    for value in raw:
-        normalized = normalize_id(value, 32)
-        if normalized:
-            found[normalized] = None
+                raw = dict.fromkeys(str(span.get("traceId")) for span in entry.spans)
+            for value in raw:
+                normalized = normalize_id(value, 32)
+                if normalized:
+                    found[normalized] = None
+        elif entry.trace_id:
+            # decoded already: its reader kept ids that mean a trace (a Datadog snapshot's 0)
+            found[entry.trace_id] = None
     return list(found)
 
 

@@ -87,7 +87,8 @@ _SPAN_MARKERS = (
     "operationName",
 )
 _JAEGER_MARKERS = ("spanID", "operationName")
-_ENVELOPES = ("result", "trace", "data")
+# API responses that wrap an export, and AgentCore's evaluation request or Lambda event
+_ENVELOPES = ("result", "trace", "data", "evaluationInput")
 # Keys of a session or row export whose value holds spans and log records.
 _SESSION_KEYS = ("sessionSpans", "raw_otel_json")
 _METRICS_KEYS = ("resourceMetrics", "resource_metrics")

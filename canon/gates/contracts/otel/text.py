@@ -10,6 +10,7 @@ is not a message structure is used as written, so an answer that happens to be v
 
 from __future__ import annotations
 
+import ast
 import json
 from typing import Any
 
@@ -21,6 +22,8 @@ _ASSISTANT_ROLES = frozenset({"assistant", "ai", "model", "aimessage", "aimessag
 _PLAIN_INPUT_KEYS = ("gen_ai.user.message", "user_prompt", "prompt", "gen_ai.prompt")
 # request envelopes: smolagents ``task``, LlamaIndex ``user_msg``, plain input/prompt keys
 _WRAPPED_INPUT_KEYS = ("input", "query", "question", "prompt", "user_input", "task", "user_msg")
+# the longest Python-repr message parsed (BeeAI); anything longer is kept as written
+_REPR_LIMIT = 200_000
 
 
 def request_text(span: RawSpan) -> str | None:
@@ -271,7 +274,9 @@ def _in_roles(role: object, roles: frozenset[str]) -> bool:
 def _wrapped_text(value: object, roles: frozenset[str]) -> str | None:
     parsed = parse_json_text(value)
     if isinstance(parsed, str):
-        return parsed if parsed.strip() else None
+        if not parsed.strip():
+            return None
+        return _python_message(parsed, roles) or parsed
     if isinstance(parsed, dict):
         for key in ("inputs", "outputs"):
             if key in parsed:
@@ -291,6 +296,22 @@ def _wrapped_text(value: object, roles: frozenset[str]) -> str | None:
         return last_text(parsed, roles)
     # a scalar answer (a number, true/false) is still the answer, as written
     return value if isinstance(value, str) and value.strip() and parsed is not None else None
+
+
+def _python_message(text: str, roles: frozenset[str]) -> str | None:
+    """The text of a message written as its Python repr, as BeeAI writes its answer."""
+    stripped = text.strip()
+    if not stripped.startswith("{'role'") or len(stripped) > _REPR_LIMIT:
+        return None
+    try:
+        # literal_eval reads literals only: a repr, never code
+        value = ast.literal_eval(stripped)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return None
+    if not isinstance(value, dict) or not _in_roles(value.get("role"), roles):
+        return None
+    inner = value.get("text", value.get("content"))
+    return inner if isinstance(inner, str) and inner.strip() else None
 
 
 def _monocle_request(value: object) -> str | None:
