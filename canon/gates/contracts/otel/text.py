@@ -5,7 +5,8 @@ Message lists (GenAI semconv ``parts``, OpenAI-style ``content``, LangChain seri
 request (the current turn, not the oldest one in a multi-turn history) and the last
 assistant message with text as the answer; tool-call-only messages are skipped. A value that
 is not a message structure is used as written, so an answer that happens to be valid JSON
-(``42``, ``true``, ``{"steps": ...}``) is kept as its text, never dropped.
+(``42``, ``true``, ``{"steps": ...}``) is kept as its text, never dropped; a message written
+as its Python repr (BeeAI's ``{'role': 'assistant', 'text': ...}``) gives its text.
 """
 
 from __future__ import annotations
