@@ -7,7 +7,8 @@ fires wins:
 1. tool call: ``gen_ai.operation.name == "execute_tool"``; a ``gen_ai.tool.name`` on a span
    that is not a model or agent call (PydanticAI ``running tool``); OpenInference
    ``openinference.span.kind == TOOL`` (BeeAI's per-event TOOL spans are one call: the
-   ``success``/``error`` event's, named by its emitter ``target``); OpenLLMetry
+   ``success``/``error`` event's, named by its emitter ``target``; ``beeai.py`` adds the
+   agent's update that is a call's only record after classification); OpenLLMetry
    ``traceloop.span.kind == tool``, or a legacy ``<name>.tool`` span that carries
    OpenLLMetry's ``traceloop.*`` marks; Claude Code ``claude_code.tool``; Datadog APM
    spans (``<integration>.tool.<Tool>``, a ``<integration>.tool`` span named by its

@@ -24,8 +24,9 @@ from itertools import chain, islice, repeat
 from operator import itemgetter, le
 from typing import Any
 
-from canon.gates.contracts.execution import NO_PAYLOAD, Execution, Step, StepColumns
+from canon.gates.contracts.execution import NO_PAYLOAD, Execution, Step, StepColumns, StepKind
 from canon.gates.contracts.otel.attributes import KVAttributes
+from canon.gates.contracts.otel.beeai import agent_recorded_calls
 from canon.gates.contracts.otel.errors import TraceError
 from canon.gates.contracts.otel.frameworks import (
     DETECT_KEYS,
@@ -35,6 +36,7 @@ from canon.gates.contracts.otel.frameworks import (
     name_marks,
     weak_mark,
 )
+from canon.gates.contracts.otel.payloads import LazyToolPayload
 from canon.gates.contracts.otel.rawspan import OtlpRun, RawSpan
 from canon.gates.contracts.otel.runs import run_groups, split_runs
 from canon.gates.contracts.otel.spans import SpanBatch, collect_spans, otlp_raw_span
@@ -104,6 +106,10 @@ def _normalize_batch(batch: SpanBatch, metadata: Mapping[str, object] | None) ->
     repeats = repeated_tool_calls(names, kinds, span_ids, parent_ids, partial(_interval, table))
     for position in repeats:
         kinds[position] = "custom"  # the same call seen twice: counted once
+    for position, tool in agent_recorded_calls(
+        names, kinds, span_ids, parent_ids, partial(_attributes, table)
+    ):
+        kinds[position], names[position] = "tool_call", tool
     root_at = root_position(span_ids, parent_ids)
     root = spans.decoded(order[root_at])
     input_text = _safe(request_text, root)
@@ -217,11 +223,28 @@ def _interval(table: list[list[Any]], position: int) -> tuple[int, int]:
     return table[5][position], to_nanos(origin.get("endTimeUnixNano"))
 
 
+def _attributes(table: list[list[Any]], position: int) -> Mapping[str, Any]:
+    """The attributes of the span at ``position`` of the (ordered) table."""
+    origin = table[6][position]
+    if isinstance(origin, Step):
+        return origin.attributes
+    items = origin.get("attributes")
+    return KVAttributes(items) if items.__class__ is list else decode_kv_list(items)
+
+
+def _restep(origin: Step, name: str, kind: StepKind) -> Step:
+    """A ready step whose kind changed after it was built (a repeat, a BeeAI agent's call)."""
+    if kind == "tool_call":
+        payload = LazyToolPayload(origin.attributes, ())
+        return origin._replace(name=name, kind=kind, payload=payload)
+    return origin._replace(kind=kind, payload=NO_PAYLOAD)
+
+
 def _steps(*table: list[Any]) -> tuple[Step, ...]:
     """Every whole step, from the columns of ``_table`` (in execution order)."""
     names, kinds, statuses, span_ids, parent_ids, starts, origins = table
     return tuple(
-        (origin if origin.kind == kind else origin._replace(kind=kind, payload=NO_PAYLOAD))
+        (origin if origin.kind == kind else _restep(origin, name, kind))
         if isinstance(origin, Step)
         else otlp_step(origin, name, kind, span_id, parent_id, start, status)
         for name, kind, status, span_id, parent_id, start, origin in zip(
@@ -235,7 +258,7 @@ def _step_at(table: list[list[Any]], position: int) -> Step:
     names, kinds, statuses, span_ids, parent_ids, starts, origins = table
     origin, kind = origins[position], kinds[position]
     if isinstance(origin, Step):
-        return origin if origin.kind == kind else origin._replace(kind=kind, payload=NO_PAYLOAD)
+        return origin if origin.kind == kind else _restep(origin, names[position], kind)
     return otlp_step(
         origin,
         names[position],

@@ -182,13 +182,19 @@ def test_langfuse_beeai_export() -> None:
     execution = normalize_trace(_json(BEEAI))
     assert execution.framework == "beeai"
     assert execution.execution_id == "096fc09a30ab90d2431778f9ee2b3936"
-    assert _tools(execution) == ["tool.search.wikipedia"]
-    (call,) = (step for step in execution.steps if step.kind == "tool_call")
-    assert call.inputs == {"query": "Tourism in Barcelona", "full_text": False}
-    assert call.parent_id == "ff8b04dfe1f3e047"  # the agent's update that chose Wikipedia
+    # Wikipedia from its TOOL spans; OpenMeteoTool, whose TOOL spans the export lacks, from
+    # the agent's update that holds its result
+    assert _tools(execution) == ["tool.search.wikipedia", "OpenMeteoTool"]
+    wikipedia, weather = (step for step in execution.steps if step.kind == "tool_call")
+    assert wikipedia.inputs == {"query": "Tourism in Barcelona", "full_text": False}
+    assert wikipedia.parent_id == "ff8b04dfe1f3e047"  # the agent's update that chose it
+    assert weather.inputs == {"location_name": "Barcelona", "country": "Spain"}
+    assert weather.outputs["current"]["temperature_2m"] == 29
+    assert weather.span_id == "477d350ab1c6548d"  # agent.react.update-18
     kinds = {step.name: step.kind for step in execution.steps}
     assert kinds["tool.search.wikipedia.start-12"] == "custom"
     assert kinds["tool.search.wikipedia.finish-12"] == "custom"
+    assert kinds["agent.react.update-13"] == "agent"  # chose Wikipedia, holds no result
     assert kinds["backend.openai.chat.finish-16"] == "model_call"
     assert kinds["beeai-framework-main"] == "agent"
     assert (execution.input_text or "").startswith("I'm planning a trip to Barcelona, Spain.")
@@ -196,15 +202,48 @@ def test_langfuse_beeai_export() -> None:
     assert (execution.output_text or "").startswith("Barcelona is a vibrant city known for")
 
 
-def test_a_beeai_tool_step_recorded_only_in_the_agents_update_is_not_a_call() -> None:
-    # The export holds no TOOL spans for the agent's second step (OpenMeteoTool): only its
-    # agent.react.update events name it. Canon counts calls from TOOL spans, so this step
-    # stays an agent step (a known limit, said in docs/contracts.md), not a guessed call.
-    execution = normalize_trace(_json(BEEAI))
-    update = next(s for s in execution.steps if s.name == "agent.react.update-18")
-    assert update.kind == "agent"
-    assert update.attributes["tool.name"] == "OpenMeteoTool"
-    assert "OpenMeteoTool" not in _tools(execution)
+def _weather_update(export: dict[str, Any]) -> dict[str, Any]:
+    """agent.react.update-18: the agent's record of its OpenMeteoTool step."""
+    found: dict[str, Any] = next(o for o in export["observations"] if o["id"] == "477d350ab1c6548d")
+    return found
+
+
+def test_an_agent_update_in_an_iteration_with_tool_spans_is_not_counted_again() -> None:
+    # the full export's update-14 has this shape: Wikipedia's result, in iteration-1 beside
+    # Wikipedia's own TOOL spans; it is the same call
+    export = _json(BEEAI)
+    update = _weather_update(export)
+    update["parentObservationId"] = "c48e7d031a4cb886"
+    update["metadata"]["attributes"]["tool.name"] = "Wikipedia"
+    execution = normalize_trace(export)
+    assert _tools(execution) == ["tool.search.wikipedia"]
+    assert next(s for s in execution.steps if s.span_id == "477d350ab1c6548d").kind == "agent"
+
+
+@pytest.mark.parametrize(
+    ("change", "value"),
+    [
+        ("tool.name", 5),  # no tool name
+        ("tool.name", "  "),
+        ("output.value", None),  # no result: the agent only chose the tool
+        ("target", "agent.react.partial_update"),  # a partial update repeats the step
+    ],
+)
+def test_an_agent_update_that_records_no_finished_tool_step_is_no_call(
+    change: str, value: object
+) -> None:
+    export = _json(BEEAI)
+    update = _weather_update(export)
+    update["metadata"]["attributes"][change] = value
+    if change == "output.value":
+        update["output"] = None
+    assert _tools(normalize_trace(export)) == ["tool.search.wikipedia"]
+
+
+def test_an_agent_update_whose_parent_is_not_in_the_file_is_still_the_call() -> None:
+    export = _json(BEEAI)
+    _weather_update(export)["parentObservationId"] = "0000000000abcdef"
+    assert _tools(normalize_trace(export)) == ["tool.search.wikipedia", "OpenMeteoTool"]
 
 
 @pytest.mark.parametrize(
