@@ -11,7 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from click.testing import CliRunner
 
+from canon.cli.contract import contract
 from canon.gates.contracts.execution import Execution
 from canon.gates.contracts.otel import (
     TraceError,
@@ -260,3 +262,22 @@ def test_a_repr_that_is_no_assistant_message_is_kept_as_written(written: str) ->
     root = next(o for o in export["observations"] if o["parentObservationId"] is None)
     root["metadata"]["attributes"]["output.value"] = written
     assert normalize_trace(export).output_text == written
+
+
+# The CLI on a backend file of several runs
+
+
+def test_contract_run_gives_the_genkit_capture_one_verdict_per_trace(tmp_path: Path) -> None:
+    contract_file = tmp_path / "weather.yaml"
+    contract_file.write_text(
+        'name: weather\nversion: "1"\nconstraints:\n'
+        "  - type: must_include_steps\n    steps: [lookupWeather]\n",
+        encoding="utf-8",
+    )
+    args = ["run", "--contract", str(contract_file), "--traces", str(GENKIT), "--json"]
+    result = CliRunner().invoke(contract, args, catch_exceptions=False)
+    records = json.loads(result.stdout)["records"]
+    assert [(r["trace_id"], r["verdict"]["status"]) for r in records] == [
+        ("00000000000000007e8d16c7cb7ed632", "pass"),
+        ("0000000000000000020d73f240356ebf", "fail"),  # failingTool's run calls no lookupWeather
+    ]
