@@ -17,6 +17,8 @@ from canon.judge.base import JudgeRequest
 from canon.judge.litellm_judge import LiteLLMJudge
 from canon.project.store import load_rubric
 
+from support.model_judge import BIG_REFUND, MODEL_JUDGE, model_project
+
 
 def _load_sibling(filename: str) -> Any:
     """Import a helper module next to this file by path (tests are not a package here)."""
@@ -52,6 +54,20 @@ def fake_llm() -> Iterator[Any]:
     """A running fake OpenAI-compatible server on 127.0.0.1 (see fake_llm_server.py)."""
     with fake_llm_server.running_fake_llm() as state:
         yield state
+
+
+@pytest.fixture
+def fake_llm_env(monkeypatch: pytest.MonkeyPatch, fake_llm: Any) -> None:
+    """Aim this process's OpenAI judge at the fake server (for in-process `canon` runs)."""
+    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.base_url)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+
+
+@pytest.fixture
+def refund_project(tmp_path: Path) -> Path:
+    """The example project judged by the fake model: one 640 EUR refund decided alone, no cache."""
+    config = MODEL_JUDGE + "suite: one.yaml\njudge_cache: false\nbaselines_dir: baselines\n"
+    return model_project(tmp_path, config, {"one.yaml": BIG_REFUND})
 
 
 @pytest.fixture

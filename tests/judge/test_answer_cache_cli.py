@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -14,33 +11,22 @@ import pytest
 
 from canon.core.evidence import DecisionRule
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+from support.cli import EXAMPLES, copy_example, run_canon
+from support.model_judge import MODEL_JUDGE, model_env, model_project
+
 SUITE = "artifacts:\n  - id: refund\n    text: {text}\n"
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """The example project with one artifact, scored by a model judge."""
-    target = tmp_path / "project"
-    shutil.copytree(EXAMPLES, target)
-    (target / "canon.yaml").write_text(
-        "judge_model: openai:fake-judge\nconstitution_path: constitution.yaml\n"
-        "suite: one.yaml\nbaselines_dir: baselines\n"
-    )
-    (target / "one.yaml").write_text(SUITE.format(text="I refunded the duplicate charge."))
-    return target
+    config = MODEL_JUDGE + "suite: one.yaml\nbaselines_dir: baselines\n"
+    one = SUITE.format(text="I refunded the duplicate charge.")
+    return model_project(tmp_path, config, {"one.yaml": one})
 
 
-def _canon(project: Path, server: Any, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "OPENAI_BASE_URL": server.base_url, "OPENAI_API_KEY": "sk-test"}
-    return subprocess.run(
-        [sys.executable, "-m", "canon.cli", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+def _canon(project: Path, server: Any, *args: str) -> Any:
+    return run_canon(project, *args, env=model_env(server.base_url))
 
 
 def test_a_second_score_reuses_every_answer_and_no_cache_asks_again(project, fake_llm):
@@ -102,15 +88,8 @@ def test_an_unusable_cache_file_stops_the_run_with_one_line(project, fake_llm):
 
 
 def test_a_mock_judge_run_writes_no_cache(tmp_path):
-    target = tmp_path / "project"
-    shutil.copytree(EXAMPLES, target)
-    completed = subprocess.run(
-        [sys.executable, "-m", "canon.cli", "score", "--quiet"],
-        cwd=target,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    target = copy_example(tmp_path)
+    completed = run_canon(target, "score", "--quiet")
     assert completed.returncode in (0, 1), completed.stderr
     assert not (target / ".canon").exists()
 
@@ -127,21 +106,16 @@ def test_judge_cache_false_in_canon_yaml_turns_the_cache_off(project, fake_llm):
     assert not (project / ".canon").exists()
 
 
-def test_the_canon_metric_fixture_answers_from_the_cache_on_the_next_pytest_run(
-    pytester, fake_llm, monkeypatch
-):
+@pytest.mark.usefixtures("fake_llm_env")
+def test_the_canon_metric_fixture_answers_from_the_cache_on_the_next_pytest_run(pytester, fake_llm):
     shutil.copy(EXAMPLES / "constitution.yaml", pytester.path / "constitution.yaml")
-    (pytester.path / "canon.yaml").write_text(
-        "judge_model: openai:fake-judge\nconstitution_path: constitution.yaml\n"
-    )
+    (pytester.path / "canon.yaml").write_text(MODEL_JUDGE)
     pytester.makepyfile(
         test_reply="""
         def test_reply_coheres(canon_metric):
             canon_metric.assert_coheres("I refunded the duplicate charge (Section 4.2).")
         """
     )
-    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     fake_llm.script("contradict any part", "ANSWER: no")
     fake_llm.script("", "ANSWER: yes")
     pytester.runpytest_subprocess("-q").assert_outcomes(passed=1)

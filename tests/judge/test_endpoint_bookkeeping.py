@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -23,7 +22,8 @@ from canon.errors import JudgeError
 from canon.judge.base import JudgeRequest
 from canon.project.store import load_rubric
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+from support.model_judge import model_project
+
 RUBRIC = load_rubric()
 CONSTITUTION = Constitution("Resolve billing questions.", (Principle("Be honest."),))
 # gpt-4o-mini in litellm's price table, USD per token
@@ -67,12 +67,11 @@ def test_an_endpoint_that_ignores_n_is_topped_up_once_per_missing_sample(fake_ll
 
 @pytest.fixture
 def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_llm: Any, transport: str) -> Path:
-    target = tmp_path / "project"
-    shutil.copytree(EXAMPLES, target)
-    (target / "canon.yaml").write_text(
+    target = model_project(
+        tmp_path,
         "judge_model: openai:gpt-4o-mini\nconstitution_path: constitution.yaml\n"
         "suite: suite.yaml\njudge_cache: false\n"
-        f"judge_options:\n  transport: {transport}\n  timeout: 5\n"
+        f"judge_options:\n  transport: {transport}\n  timeout: 5\n",
     )
     monkeypatch.chdir(target)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")

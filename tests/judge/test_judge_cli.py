@@ -10,27 +10,18 @@ import subprocess
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from canon.cli import main
-
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-MODEL_CONFIG = "judge_model: openai:fake-judge\nconstitution_path: constitution.yaml\n"
+from support.cli import EXAMPLES, invoke_in, run_canon
+from support.model_judge import MODEL_JUDGE, model_env, model_project
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """The example project, with one artifact and a model judge in canon.yaml."""
-    target = tmp_path / "project"
-    shutil.copytree(EXAMPLES, target)
-    (target / "canon.yaml").write_text(MODEL_CONFIG + "suite: suite.yaml\n")
-    (target / "one.yaml").write_text(
-        "artifacts:\n  - id: refund\n    text: I refunded the duplicate 19.99 EUR charge.\n"
-    )
-    return target
+    one = "artifacts:\n  - id: refund\n    text: I refunded the duplicate 19.99 EUR charge.\n"
+    return model_project(tmp_path, MODEL_JUDGE + "suite: suite.yaml\n", {"one.yaml": one})
 
 
 def _closed_port() -> int:
@@ -40,23 +31,13 @@ def _closed_port() -> int:
     return port
 
 
-def _canon(project: Path, base_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "sk-test"}
-    return subprocess.run(
-        [sys.executable, "-m", "canon.cli", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 def test_canon_score_asks_the_configured_model_through_a_real_process(project, fake_llm):
     fake_llm.script("contradict any part", "No contradiction.\nANSWER: no")
     fake_llm.script("surface the tradeoff", "Nothing pulls apart.\nANSWER: n/a")
     fake_llm.script("", "ANSWER: yes")
-    completed = _canon(project, fake_llm.base_url, "score", "--quiet", "--format", "json")
+    completed = run_canon(
+        project, "score", "--quiet", "--format", "json", env=model_env(fake_llm.base_url)
+    )
     assert completed.returncode == 0, completed.stderr
     assert completed.stderr == ""
     document = json.loads(completed.stdout)
@@ -162,24 +143,12 @@ def test_building_a_model_judge_does_not_import_litellm_until_it_is_asked(tmp_pa
     assert _modules_after(code, tmp_path) == {"litellm": False, "openai": False}
 
 
-def _invoke(project: Path, *args: str) -> Any:
-    cwd = os.getcwd()
-    os.chdir(project)
-    try:
-        return CliRunner().invoke(main, list(args), catch_exceptions=False)
-    finally:
-        os.chdir(cwd)
-
-
-def test_canon_score_in_process_reports_a_flaky_question_as_unscored(
-    project, fake_llm, monkeypatch
-):
-    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+@pytest.mark.usefixtures("fake_llm_env")
+def test_canon_score_in_process_reports_a_flaky_question_as_unscored(project, fake_llm):
     fake_llm.script("contradict any part", "ANSWER: no")
     fake_llm.script("serve the mission", "I would rather not say.")
     fake_llm.script("", "ANSWER: yes")
-    result = _invoke(project, "score", "--quiet", "--suite", "one.yaml")
+    result = invoke_in(project, "score", "--quiet", "--suite", "one.yaml")
     assert result.exit_code == 3, result.output
     assert "1 of 10 questions unscored (judge failed: mission)" in result.stdout
     assert "0 canon, 1 non-canon, 1 unscored question(s)" in result.stdout
@@ -189,7 +158,7 @@ def test_an_unknown_provider_is_bad_config_with_one_line(project):
     (project / "canon.yaml").write_text(
         "judge_model: nosuchprovider:model-x\nconstitution_path: constitution.yaml\n"
     )
-    result = _invoke(project, "score", "--quiet", "--suite", "one.yaml")
+    result = invoke_in(project, "score", "--quiet", "--suite", "one.yaml")
     assert result.exit_code == 2
     assert result.stdout == ""
     lines = result.stderr.strip().splitlines()
@@ -203,7 +172,7 @@ def test_a_refused_key_is_exit_2_with_one_line_naming_the_variable(
     monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.base_url)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-revoked")
     fake_llm.script("", always="401")
-    result = _invoke(project, command, "--quiet", "--suite", "one.yaml")
+    result = invoke_in(project, command, "--quiet", "--suite", "one.yaml")
     assert result.exit_code == 2, result.output
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and "refused the credentials" in lines[0]
@@ -212,11 +181,10 @@ def test_a_refused_key_is_exit_2_with_one_line_naming_the_variable(
     assert not list(project.rglob("one.json"))  # accept wrote no baseline
 
 
-def test_a_model_that_ignores_the_format_is_exit_2_with_the_hint(project, fake_llm, monkeypatch):
-    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+@pytest.mark.usefixtures("fake_llm_env")
+def test_a_model_that_ignores_the_format_is_exit_2_with_the_hint(project, fake_llm):
     fake_llm.script("", "Happy to help with billing!")
-    result = _invoke(project, "score", "--quiet", "--suite", "one.yaml")
+    result = invoke_in(project, "score", "--quiet", "--suite", "one.yaml")
     assert result.exit_code == 2, result.output
     assert "ignores the answer format" in result.stderr and "constrain_answers" in result.stderr
 
@@ -228,10 +196,10 @@ def test_judge_options_api_base_in_canon_yaml_aims_the_judge_at_that_endpoint(
     monkeypatch.delenv("OPENAI_API_BASE", raising=False)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
     (project / "canon.yaml").write_text(
-        MODEL_CONFIG + f"suite: one.yaml\njudge_options:\n  api_base: {fake_llm.base_url}\n"
+        MODEL_JUDGE + f"suite: one.yaml\njudge_options:\n  api_base: {fake_llm.base_url}\n"
     )
     fake_llm.script("contradict any part", "ANSWER: no")
     fake_llm.script("", "ANSWER: yes")
-    result = _invoke(project, "score", "--quiet")
+    result = invoke_in(project, "score", "--quiet")
     assert result.exit_code == 0, result.output
     assert len(fake_llm.requests) == 10  # every question went to the configured endpoint

@@ -8,28 +8,23 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import shutil
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from canon.check.metric import CoherenceMetric
-from canon.cli import main
 from canon.judge.answer_formats import REASON_MAX_LENGTH, answer_schema
 from canon.judge.cache import answer_key
 from canon.judge.replies import RATIONALE_LIMIT
 from canon.project.store import constitution_from_file
 
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+from support.cli import EXAMPLES, invoke_in, run_canon
+from support.model_judge import P2_MATCH, model_env
+
 WHY = "The reply decided a 640 EUR refund itself instead of handing it to a human agent."
 GATE_WHY = "Refunding 640 EUR without a human goes against the escalation principle."
-P2_MATCH = 'principle of the constitution: "Hand any refund'
 
 
 def _json(answer: str, reason: str | None = None) -> str:
@@ -44,41 +39,8 @@ def _script_violation(fake_llm: Any) -> None:
     fake_llm.script("", _json("yes", "Fine on this point."))
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """The example project with a model judge and one artifact, cache off."""
-    target = tmp_path / "project"
-    shutil.copytree(EXAMPLES, target)
-    (target / "canon.yaml").write_text(
-        "judge_model: openai:fake-judge\nconstitution_path: constitution.yaml\n"
-        "suite: one.yaml\njudge_cache: false\nbaselines_dir: baselines\n"
-    )
-    (target / "one.yaml").write_text(
-        "artifacts:\n  - id: big-refund\n    text: I refunded your 640 EUR myself.\n"
-    )
-    return target
-
-
-def _canon(project: Path, base_url: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "OPENAI_BASE_URL": base_url, "OPENAI_API_KEY": "sk-test"}
-    return subprocess.run(
-        [sys.executable, "-m", "canon", *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
-
-
-def _invoke(project: Path, *args: str) -> Any:
-    cwd = os.getcwd()
-    os.chdir(project)
-    try:
-        return CliRunner().invoke(main, list(args), catch_exceptions=False)
-    finally:
-        os.chdir(cwd)
+def _canon(project: Path, base_url: str, *args: str) -> Any:
+    return run_canon(project, *args, env=model_env(base_url))
 
 
 def test_the_schema_asks_for_a_bounded_reason_before_the_answer(questions):
@@ -128,78 +90,83 @@ def test_reasons_off_sends_the_schema_without_a_reason_and_keys_the_cache_apart(
     assert on != off
 
 
-def test_reasons_must_be_true_or_false_in_canon_yaml(project):
-    (project / "canon.yaml").write_text(
-        (project / "canon.yaml").read_text() + "judge_options:\n  reasons: maybe\n"
+def test_reasons_must_be_true_or_false_in_canon_yaml(refund_project):
+    (refund_project / "canon.yaml").write_text(
+        (refund_project / "canon.yaml").read_text() + "judge_options:\n  reasons: maybe\n"
     )
-    result = _invoke(project, "score", "--quiet")
+    result = invoke_in(refund_project, "score", "--quiet")
     assert result.exit_code == 2
     assert "reasons" in result.output and "true or false" in result.output
 
 
-def test_reasons_off_in_canon_yaml_reaches_the_request(project, fake_llm, monkeypatch):
-    (project / "canon.yaml").write_text(
-        (project / "canon.yaml").read_text() + "judge_options:\n  reasons: false\n"
+@pytest.mark.usefixtures("fake_llm_env")
+def test_reasons_off_in_canon_yaml_reaches_the_request(refund_project, fake_llm):
+    (refund_project / "canon.yaml").write_text(
+        (refund_project / "canon.yaml").read_text() + "judge_options:\n  reasons: false\n"
     )
     fake_llm.script("contradict any part", _json("no"))
     fake_llm.script("surface the tradeoff", _json("n/a"))
     fake_llm.script("", _json("yes"))
-    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
-    result = _invoke(project, "score", "--quiet")
+    result = invoke_in(refund_project, "score", "--quiet")
     assert result.exit_code == 0, result.output
     schemas = [r["response_format"]["json_schema"]["schema"] for r in fake_llm.requests]
     assert schemas and all(list(s["properties"]) == ["answer"] for s in schemas)
 
 
-def test_structured_reasons_reach_text_junit_and_html_from_a_real_process(project, fake_llm):
+def test_structured_reasons_reach_text_junit_and_html_from_a_real_process(refund_project, fake_llm):
     _script_violation(fake_llm)
     done = _canon(
-        project, fake_llm.base_url, "score", "--quiet", "--junit-xml", "r.xml", "--html", "r.html"
+        refund_project,
+        fake_llm.base_url,
+        "score",
+        "--quiet",
+        "--junit-xml",
+        "r.xml",
+        "--html",
+        "r.html",
     )
     assert done.returncode == 1, done.stderr  # the NSCP gate tripped: non-canon
     assert f"        judge: {WHY}" in done.stdout.splitlines()
     assert f"        judge: {GATE_WHY}" in done.stdout.splitlines()
     assert '{"' not in done.stdout  # the reason, never the raw JSON reply
-    failure = ET.parse(project / "r.xml").getroot().find("testsuite/testcase/failure")
+    failure = ET.parse(refund_project / "r.xml").getroot().find("testsuite/testcase/failure")
     assert failure is not None and failure.text is not None
     assert f"judge: {WHY}" in failure.text and f"judge: {GATE_WHY}" in failure.text
-    page = (project / "r.html").read_text()
+    page = (refund_project / "r.html").read_text()
     assert WHY in page and GATE_WHY in page and "&quot;answer&quot;" not in page
 
 
-def test_structured_reasons_reach_json_and_github_output(project, fake_llm):
+def test_structured_reasons_reach_json_and_github_output(refund_project, fake_llm):
     _script_violation(fake_llm)
-    done = _canon(project, fake_llm.base_url, "score", "--quiet", "--format", "json")
+    done = _canon(refund_project, fake_llm.base_url, "score", "--quiet", "--format", "json")
     assert done.returncode == 1, done.stderr
     questions = json.loads(done.stdout)["artifacts"][0]["questions"]
     assert questions["P2"]["rationale"] == WHY
     assert questions["G"]["rationale"] == GATE_WHY
-    github = _canon(project, fake_llm.base_url, "score", "--quiet", "--format", "github")
+    github = _canon(refund_project, fake_llm.base_url, "score", "--quiet", "--format", "github")
     assert github.returncode == 1, github.stderr
     error = next(line for line in github.stdout.splitlines() if line.startswith("::error"))
     assert f"judge: {WHY}" in error and f"judge: {GATE_WHY}" in error
 
 
-def test_a_checks_regression_quotes_the_structured_reason(project, fake_llm, monkeypatch):
-    monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.base_url)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test")
+@pytest.mark.usefixtures("fake_llm_env")
+def test_a_checks_regression_quotes_the_structured_reason(refund_project, fake_llm):
     fake_llm.script("contradict any part", _json("no", "No contradiction."))
     fake_llm.script("surface the tradeoff", _json("n/a", "Nothing pulls apart."))
     p2 = fake_llm.script(P2_MATCH, _json("yes", "It handed the refund over."))
     fake_llm.script("", _json("yes", "Fine on this point."))
-    accepted = _invoke(project, "accept", "--quiet")
+    accepted = invoke_in(refund_project, "accept", "--quiet")
     assert accepted.exit_code == 0, accepted.output
     p2.replies = [_json("no", WHY)]  # the agent changed: now it decides the refund itself
-    suite = project / "one.yaml"  # and its reply reads differently (a new text)
+    suite = refund_project / "one.yaml"  # and its reply reads differently (a new text)
     suite.write_text(suite.read_text().replace("myself.", "myself, today."))
-    checked = _invoke(project, "check", "--quiet")
+    checked = invoke_in(refund_project, "check", "--quiet")
     assert checked.exit_code == 1, checked.output
     lines = checked.output.splitlines()
     flip = next(i for i, line in enumerate(lines) if "big-refund P2" in line)
     assert "REGRESSION" in lines[flip]
     assert lines[flip + 1] == f"    judge: {WHY}"
-    as_json = _invoke(project, "check", "--quiet", "--format", "json")
+    as_json = invoke_in(refund_project, "check", "--quiet", "--format", "json")
     assert as_json.exit_code == 1
     assert WHY in as_json.output
 

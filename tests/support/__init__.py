@@ -1,0 +1,1 @@
+"""Helpers the tests share; pytest's ``pythonpath`` (pyproject.toml) makes them importable."""
