@@ -11,13 +11,14 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 import canon.cli.run as run_cli
-from canon.cli import main
 from canon.core.rubric import Question
 from canon.errors import JudgeUnavailableError
 from canon.judge.mock import MockJudge
+
+from support.cli import invoke_quietly as _canon
+from support.cli import one_error_line
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 ALIGNMENT = Path("baselines") / "suite.alignment.json"
@@ -77,21 +78,6 @@ def _judge(monkeypatch, script) -> MockJudge:
     judge = MockJudge(script, name="mock:judge-script.yaml")
     monkeypatch.setattr(run_cli, "judge_from_spec", lambda spec, **_: judge)
     return judge
-
-
-def _canon(project: Path, *args: str):
-    cwd = os.getcwd()
-    os.chdir(project)
-    try:
-        return CliRunner().invoke(main, [*args, "--quiet"], catch_exceptions=False)
-    finally:
-        os.chdir(cwd)
-
-
-def _one_error_line(result) -> str:
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("canon: error: "), result.stderr
-    return lines[0]
 
 
 def test_align_reports_kappa_agreement_violations_and_every_disagreement(project, monkeypatch):
@@ -171,7 +157,7 @@ def test_align_without_a_labels_file_exits_2_naming_the_default(project, monkeyp
     result = _canon(project, "align")
     assert result.exit_code == 2 and result.stdout == ""
     assert "no labels for suite 'suite': pass --labels FILE, or write suite.labels.jsonl" in (
-        _one_error_line(result)
+        one_error_line(result)
     )
 
 
@@ -182,7 +168,7 @@ def test_an_unknown_answer_in_the_labels_exits_2_naming_file_and_line(project, m
     )
     result = _canon(project, "align")
     assert result.exit_code == 2
-    line = _one_error_line(result)
+    line = one_error_line(result)
     assert line.startswith("canon: error: suite.labels.jsonl: line 2: 'mostly' is not an answer")
     assert judge.calls == 0 and not (project / ALIGNMENT).exists()
 
@@ -198,7 +184,7 @@ def test_a_judge_that_cannot_answer_a_labelled_question_exits_3_and_records_noth
     _judge(monkeypatch, down)
     result = _canon(project, "align")
     assert result.exit_code == 3
-    line = _one_error_line(result)
+    line = one_error_line(result)
     assert "left 1 labelled question(s) unanswered (first: r5 P2" in line
     assert not (project / ALIGNMENT).exists()
 
@@ -273,7 +259,7 @@ def test_require_alignment_passes_at_the_recorded_kappa_and_fails_above_it(proje
     unmet = _canon(project, "check", "--require-alignment", "0.5")
     assert unmet.exit_code == 2
     assert "REGRESSION" in unmet.stdout  # the report is still printed first
-    line = _one_error_line(unmet)
+    line = one_error_line(unmet)
     assert "the check failed on P2 [escalate-large-refunds], where the judge agrees with " in line
     assert "only at kappa 0.47 (n = 8), below --require-alignment 0.5" in line
 
@@ -283,7 +269,7 @@ def test_require_alignment_fails_when_the_failing_principle_is_unmeasured(projec
     _judge(monkeypatch, _script)
     result = _canon(project, "check", "--require-alignment", "0.1")
     assert result.exit_code == 2
-    assert "is unmeasured under this judge, rubric and constitution" in _one_error_line(result)
+    assert "is unmeasured under this judge, rubric and constitution" in one_error_line(result)
 
 
 def test_alignment_recorded_under_another_constitution_does_not_count(project, monkeypatch):
@@ -358,12 +344,12 @@ def test_a_damaged_alignment_file_stops_align_and_a_failed_check_naming_it(proje
     (project / ALIGNMENT).write_text('{"format": 7, "records": []}')
     result = _canon(project, "align")
     assert result.exit_code == 2
-    assert "baselines/suite.alignment.json: unknown alignment format 7" in _one_error_line(result)
+    assert "baselines/suite.alignment.json: unknown alignment format 7" in one_error_line(result)
     _fail_p2(project, monkeypatch)
     judge = _judge(monkeypatch, _script)
     checked = _canon(project, "check")
     assert checked.exit_code == 2
-    assert "baselines/suite.alignment.json: unknown alignment format 7" in _one_error_line(checked)
+    assert "baselines/suite.alignment.json: unknown alignment format 7" in one_error_line(checked)
     assert judge.calls == 0  # found before the first judge call
 
 

@@ -3,8 +3,6 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
-import os
-import shutil
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -24,6 +22,9 @@ from canon.judge.mock import MockJudge
 from canon.project.store import constitution_from_file, load_rubric
 from canon.project.suite import read_suite
 
+from support.cli import copy_example, one_error_line
+from support.cli import invoke_quietly as _canon
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 BASELINE = Path("baselines") / "suite.json"
 FLIP_P2 = 'refund above 200: "no"\n'  # a judge-script line that turns P2 into a violation
@@ -32,18 +33,8 @@ FLIP_P2 = 'refund above 200: "no"\n'  # a judge-script line that turns P2 into a
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A copy of the bundled example project."""
-    target = tmp_path / "project"
-    shutil.copytree(EXAMPLES, target)
+    target = copy_example(tmp_path)
     return target
-
-
-def _canon(project: Path, *args: str):
-    cwd = os.getcwd()
-    os.chdir(project)
-    try:
-        return CliRunner().invoke(main, [*args, "--quiet"], catch_exceptions=False)
-    finally:
-        os.chdir(cwd)
 
 
 def _prepend(path: Path, text: str) -> None:
@@ -59,12 +50,6 @@ def _change_agent(project: Path, script_line: str) -> None:
     suite = project / "suite.yaml"
     text = suite.read_text(encoding="utf-8")
     suite.write_text(text.replace("    text: >-\n      ", "    text: >-\n      Hello. "), "utf-8")
-
-
-def _one_error_line(result) -> str:
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("canon: error: "), result.stderr
-    return lines[0]
 
 
 def test_accept_writes_the_baseline_and_reaccepting_is_byte_identical(project):
@@ -91,7 +76,7 @@ def test_check_after_accept_conforms(project):
 def test_check_without_a_baseline_exits_2_and_says_to_accept(project):
     result = _canon(project, "check")
     assert result.exit_code == 2 and result.stdout == ""
-    assert _one_error_line(result) == (
+    assert one_error_line(result) == (
         "canon: error: no baseline for suite 'suite' at baselines/suite.json; run \"canon accept\""
     )
 
@@ -109,7 +94,7 @@ def test_an_unusable_baseline_exits_2_naming_the_file(project, text, fragment):
     (project / BASELINE).write_text(text, encoding="utf-8")
     result = _canon(project, "check")
     assert result.exit_code == 2
-    line = _one_error_line(result)
+    line = one_error_line(result)
     assert "baselines/suite.json" in line and fragment in line
 
 
@@ -120,7 +105,7 @@ def test_a_baseline_from_another_rubric_version_is_refused(project):
     (project / BASELINE).write_text(json.dumps(data))
     result = _canon(project, "check")
     assert result.exit_code == 2
-    line = _one_error_line(result)
+    line = one_error_line(result)
     assert "rubric changed" in line and '"canon accept" again' in line
 
 
@@ -245,7 +230,7 @@ def test_an_unreachable_judge_exits_3_for_check_and_writes_nothing_on_accept(pro
     assert "INCOMPLETE" in checked.stdout
     accepted = _canon(project, "accept")
     assert accepted.exit_code == 3
-    assert "baseline was not written" in _one_error_line(accepted)
+    assert "baseline was not written" in one_error_line(accepted)
     assert (project / BASELINE).read_bytes() == before
 
 
@@ -381,7 +366,7 @@ def test_check_refuses_an_unwritable_report_path_before_scoring(project):
     (project / "a-file").write_text("x")
     result = _canon(project, "check", "--html", "a-file/r.html")
     assert result.exit_code == 2 and result.stdout == ""
-    assert "cannot write the report a-file/r.html" in _one_error_line(result)
+    assert "cannot write the report a-file/r.html" in one_error_line(result)
 
 
 def test_the_written_check_report_shows_the_regression_in_chromium(project, page):

@@ -11,38 +11,21 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
-from canon.cli import main
+from support.cli import copy_example, one_error_line
+from support.cli import invoke_quietly as _canon
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 BASELINE = Path("baselines") / "suite.json"
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """The example project, accepted, with a second script that denies P2 everywhere."""
-    target = tmp_path / "project"
-    shutil.copytree(EXAMPLES, target)
+    target = copy_example(tmp_path)
     script = (target / "judge-script.yaml").read_text()
     (target / "strict-judge.yaml").write_text('refund above 200: "no"\n' + script)
     assert _canon(target, "accept").exit_code == 0
     return target
-
-
-def _canon(project: Path, *args: str):
-    cwd = os.getcwd()
-    os.chdir(project)
-    try:
-        return CliRunner().invoke(main, [*args, "--quiet"], catch_exceptions=False)
-    finally:
-        os.chdir(cwd)
-
-
-def _one_error_line(result) -> str:
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("canon: error: "), result.stderr
-    return lines[0]
 
 
 def test_rejudging_with_the_same_script_agrees_everywhere_and_writes_nothing(project):
@@ -114,7 +97,7 @@ def test_a_check_with_another_judge_says_judge_changed_instead_of_regressions(pr
     )
     result = _canon(project, "check")
     assert result.exit_code == 2 and result.stdout == ""
-    assert _one_error_line(result) == (
+    assert one_error_line(result) == (
         "canon: error: judge changed (baseline baselines/suite.json judged by "
         'mock:judge-script.yaml, this run by mock:strict-judge.yaml): run "canon rejudge '
         "--judge mock:strict-judge.yaml\" to compare the two judges on the baseline's artifacts "
@@ -157,15 +140,15 @@ def test_rejudge_without_a_baseline_exits_2(project):
     (project / BASELINE).unlink()
     result = _canon(project, "rejudge", "--judge", "mock:strict-judge.yaml")
     assert result.exit_code == 2
-    assert "no baseline for suite 'suite'" in _one_error_line(result)
+    assert "no baseline for suite 'suite'" in one_error_line(result)
 
 
 def test_rejudge_with_a_malformed_judge_exits_2_naming_it(project):
     result = _canon(project, "rejudge", "--judge", "not a model")
     assert result.exit_code == 2
-    assert "'not a model' is not of the form provider:model" in _one_error_line(result)
+    assert "'not a model' is not of the form provider:model" in one_error_line(result)
     missing = _canon(project, "rejudge", "--judge", "mock:nowhere.yaml")
-    assert missing.exit_code == 2 and "nowhere.yaml" in _one_error_line(missing)
+    assert missing.exit_code == 2 and "nowhere.yaml" in one_error_line(missing)
 
 
 def test_rejudge_on_a_suite_sharing_nothing_with_the_baseline_exits_2(project):
@@ -175,7 +158,7 @@ def test_rejudge_on_a_suite_sharing_nothing_with_the_baseline_exits_2(project):
         project, "rejudge", "--judge", "mock:strict-judge.yaml", "--suite", "other.yaml"
     )
     assert result.exit_code == 2
-    assert "no artifact of the baseline" in _one_error_line(result)
+    assert "no artifact of the baseline" in one_error_line(result)
 
 
 def test_rejudge_needs_a_judge(project):
@@ -197,7 +180,7 @@ def test_a_new_judge_that_cannot_answer_exits_3_and_writes_nothing(project, monk
     before = (project / BASELINE).read_bytes()
     result = _canon(project, "rejudge", "--judge", "mock:strict-judge.yaml", "--accept")
     assert result.exit_code == 3
-    assert "the new judge left 3 question(s) unanswered (first: " in _one_error_line(result)
+    assert "the new judge left 3 question(s) unanswered (first: " in one_error_line(result)
     assert (project / BASELINE).read_bytes() == before
 
 
@@ -210,4 +193,4 @@ def test_rejudge_refuses_a_score_only_baseline_before_asking(project):
     (project / BASELINE).write_text(json.dumps(legacy))
     result = _canon(project, "rejudge", "--judge", "mock:strict-judge.yaml")
     assert result.exit_code == 2
-    assert "is a format 1 baseline (overall scores only)" in _one_error_line(result)
+    assert "is a format 1 baseline (overall scores only)" in one_error_line(result)

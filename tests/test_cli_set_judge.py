@@ -17,6 +17,8 @@ from canon.cli.set_judge import judge_spec, set_judge
 from canon.errors import UsageError
 from canon.project.config import load_config
 
+from support.cli import one_error_line
+
 CONFIG = (
     "# the project's config\n"
     "judge_model: mock:judge.yaml   # offline until we pick a model\n"
@@ -38,12 +40,6 @@ def project(tmp_path: Path) -> Path:
 def _run(cwd: Path, *args: str, monkeypatch: pytest.MonkeyPatch) -> Result:
     monkeypatch.chdir(cwd)
     return CliRunner().invoke(set_judge, list(args), catch_exceptions=False)
-
-
-def _one_error_line(result: Result) -> str:
-    lines = result.stderr.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("canon: error: "), result.stderr
-    return lines[0]
 
 
 def test_set_judge_from_a_subdirectory_edits_the_discovered_canon_yaml(project, monkeypatch):
@@ -152,7 +148,7 @@ def test_a_project_configured_in_pyproject_is_refused_and_nothing_is_written(tmp
         tmp_path / "sub", "--provider", "openai", "--model", "gpt-4o", monkeypatch=monkeypatch
     )
     assert result.exit_code == 2
-    line = _one_error_line(result)
+    line = one_error_line(result)
     assert str(pyproject) in line and "[tool.canon]" in line
     assert 'judge_model = "openai:gpt-4o"' in line
     assert sorted(p.name for p in tmp_path.rglob("*")) == ["pyproject.toml", "sub"]
@@ -192,7 +188,7 @@ def test_config_option_naming_a_missing_file_is_an_error_not_a_creation(project,
         monkeypatch=monkeypatch,
     )
     assert result.exit_code == 2
-    assert "config file not found: nope.yaml" in _one_error_line(result)
+    assert "config file not found: nope.yaml" in one_error_line(result)
     assert not (project / "nope.yaml").exists()
 
 
@@ -209,7 +205,7 @@ def test_config_option_naming_a_pyproject_is_refused(tmp_path, monkeypatch):
         monkeypatch=monkeypatch,
     )
     assert result.exit_code == 2
-    assert "under [tool.canon]" in _one_error_line(result)
+    assert "under [tool.canon]" in one_error_line(result)
     assert not (tmp_path / "canon.yaml").exists()
 
 
@@ -234,7 +230,7 @@ def test_a_bad_provider_or_model_exits_2_with_the_expected_form(
 ):
     result = _run(project, "--provider", provider, "--model", model, monkeypatch=monkeypatch)
     assert result.exit_code == 2
-    line = _one_error_line(result)
+    line = one_error_line(result)
     assert message in line
     assert (project / "canon.yaml").read_text() == CONFIG
 
@@ -263,7 +259,7 @@ def test_a_config_that_cannot_be_edited_safely_is_left_untouched(
     path.write_bytes(content)
     result = _run(project, "--provider", "openai", "--model", "gpt-4o", monkeypatch=monkeypatch)
     assert result.exit_code == 2
-    line = _one_error_line(result)
+    line = one_error_line(result)
     assert message in line and str(path) in line
     assert path.read_bytes() == content
 
@@ -283,7 +279,7 @@ def test_an_unreadable_config_is_reported_not_raised(project, monkeypatch):
     result = _run(project, "--provider", "openai", "--model", "x", monkeypatch=monkeypatch)
     monkeypatch.undo()
     assert result.exit_code == 2
-    line = _one_error_line(result)
+    line = one_error_line(result)
     assert "cannot be read" in line and "Permission denied" in line
     assert path.read_bytes() == before
 

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import json
-import os
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from click.testing import CliRunner
-
-from canon.cli import main
 from canon.core.baseline import baseline_from_results
 from canon.core.compare import ReaskNoise, gate
 from canon.core.constitution import Constitution, Principle
@@ -19,6 +15,8 @@ from canon.core.scoring import Answer, ArtifactResult, judge_verdict, score_cell
 from canon.project.store import load_rubric
 from canon.report.check import check_document, render_check
 from canon.report.github import github_annotations, github_summary
+
+from support.cli import invoke_quietly as _canon
 
 RUBRIC = load_rubric()
 CONSTITUTION = Constitution(
@@ -138,15 +136,6 @@ def _project(tmp_path: Path) -> Path:
     (tmp_path / "suite.yaml").write_text(f"artifacts:\n{entries}", encoding="utf-8")
     (tmp_path / "script.yaml").write_text(_VARIED, encoding="utf-8")
     return tmp_path
-
-
-def _canon(project: Path, *args: str):
-    cwd = os.getcwd()
-    os.chdir(project)
-    try:
-        return CliRunner().invoke(main, [*args, "--quiet"], catch_exceptions=False)
-    finally:
-        os.chdir(cwd)
 
 
 def _reword(project: Path) -> None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -12,13 +11,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from canon import Artifact, load_rubric
-from canon.cli import main
 from canon.errors import JudgeRefusedError, JudgeScriptError, UsageError
 from canon.judge.base import JudgeRequest
 from canon.judge.mock import MockJudge
+
+from support.cli import invoke_in
 
 EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 WHY = "It decided a 640 EUR refund itself instead of handing it to a person."
@@ -132,15 +131,6 @@ def project(tmp_path: Path) -> Path:
     return target
 
 
-def _invoke(project: Path, *args: str) -> Any:
-    cwd = os.getcwd()
-    os.chdir(project)
-    try:
-        return CliRunner().invoke(main, list(args), catch_exceptions=False)
-    finally:
-        os.chdir(cwd)
-
-
 def _assert_replayed(document: dict[str, Any]) -> None:
     by_key = {a["key"]: a for a in document["artifacts"]}
     assert set(by_key) == {"a1", "a2"}
@@ -161,10 +151,10 @@ def _assert_replayed(document: dict[str, Any]) -> None:
 
 
 def test_recorded_judgments_replay_exactly_through_the_cli(project):
-    result = _invoke(project, "score", "--quiet", "--format", "json")
+    result = invoke_in(project, "score", "--quiet", "--format", "json")
     assert result.exit_code == 1, result.output  # a2 contradicts: non-canon
     _assert_replayed(json.loads(result.output))
-    text = _invoke(project, "score", "--quiet")
+    text = invoke_in(project, "score", "--quiet")
     assert f"        judge: {WHY}" in text.output.splitlines()
 
 
@@ -184,14 +174,14 @@ def test_recorded_judgments_replay_exactly_in_a_real_process(project):
 def test_an_artifact_missing_from_the_recording_is_exit_2_naming_it(project):
     with (project / "suite.yaml").open("a") as suite:
         suite.write("  - id: a3\n    text: Not recorded.\n")
-    result = _invoke(project, "score", "--quiet")
+    result = invoke_in(project, "score", "--quiet")
     assert result.exit_code == 2
     assert "recorded.yaml" in result.output and "for artifact a3" in result.output
 
 
 def test_a_recording_of_the_wrong_shape_is_exit_2_naming_the_file(project):
     (project / "recorded.yaml").write_text("by_artifact: [a1, a2]\n")
-    result = _invoke(project, "score", "--quiet")
+    result = invoke_in(project, "score", "--quiet")
     assert result.exit_code == 2
     assert "recorded.yaml" in result.output and "by_artifact must map" in result.output
 
@@ -199,7 +189,7 @@ def test_a_recording_of_the_wrong_shape_is_exit_2_naming_the_file(project):
 def test_a_scripted_refusal_is_judge_refused_through_the_cli(project):
     refused = {**RECORDED, "a1": {**RECORDED["a1"], "P2": {"refusal": "I can't judge this."}}}
     (project / "recorded.yaml").write_text(json.dumps({"by_artifact": refused}))
-    result = _invoke(project, "score", "--quiet", "--format", "json")
+    result = invoke_in(project, "score", "--quiet", "--format", "json")
     assert result.exit_code == 1
     a1 = json.loads(result.output)["artifacts"][0]
     assert a1["canon"] is False and a1["questions"]["P2"]["state"] == "refused"
@@ -207,10 +197,10 @@ def test_a_scripted_refusal_is_judge_refused_through_the_cli(project):
 
 
 def test_canon_init_scaffolds_a_script_whose_reason_reaches_the_report(tmp_path):
-    assert _invoke(tmp_path, "init").exit_code == 0
+    assert invoke_in(tmp_path, "init").exit_code == 0
     script = (tmp_path / "judge-script.yaml").read_text()
     assert "reason:" in script
-    result = _invoke(tmp_path, "score", "--quiet", "--format", "json")
+    result = invoke_in(tmp_path, "score", "--quiet", "--format", "json")
     assert result.exit_code == 0, result.output
     cells = json.loads(result.output)["artifacts"][0]["questions"]
     assert cells["tradeoff"]["rationale"].startswith("No two principles")
@@ -219,13 +209,13 @@ def test_canon_init_scaffolds_a_script_whose_reason_reaches_the_report(tmp_path)
 def test_accept_records_a_refusal_and_a_check_compares_it_as_a_known_failure(project):
     refused = {**RECORDED, "a1": {**RECORDED["a1"], "P2": {"refusal": "I can't judge this."}}}
     (project / "recorded.yaml").write_text(json.dumps({"by_artifact": refused}))
-    accepted = _invoke(project, "accept", "--quiet")
+    accepted = invoke_in(project, "accept", "--quiet")
     assert accepted.exit_code == 0, accepted.output
     recorded = json.loads((project / "baselines" / "suite.json").read_text())
     assert "refused" in json.dumps(recorded)  # the refused question is recorded as such
-    checked = _invoke(project, "check", "--quiet")
+    checked = invoke_in(project, "check", "--quiet")
     assert checked.exit_code == 0, checked.output  # known failures fail only with --strict
     assert "known failures" in checked.output and "judge refused 1 of 10" in checked.output
-    strict = _invoke(project, "check", "--quiet", "--strict")
+    strict = invoke_in(project, "check", "--quiet", "--strict")
     assert strict.exit_code == 1  # a1 (refused) and a2 (contradicts) both fail under --strict
     assert strict.output.splitlines()[-1].startswith("REGRESSION")  # a2 is not a refusal

@@ -3,17 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from canon.check.confirm import confirm
 from canon.check.runner import ScoringPlan, score_artifacts
 from canon.check.variants import describe_variant
-from canon.cli import main
 from canon.core.artifact import Artifact
 from canon.core.constitution import Constitution, Principle
 from canon.core.evidence import DecisionRule
@@ -22,6 +19,9 @@ from canon.core.scoring import Answer
 from canon.judge.base import JudgeRequest
 from canon.judge.sync import run_sync
 from canon.project.store import load_rubric
+
+from support.cli import copy_example
+from support.cli import invoke_quietly as _canon
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 RUBRIC = load_rubric()
@@ -75,19 +75,9 @@ def test_a_variant_is_described_by_its_wording_order_and_judge():
     )
 
 
-def _canon(project: Path, *args: str):
-    cwd = os.getcwd()
-    os.chdir(project)
-    try:
-        return CliRunner().invoke(main, [*args, "--quiet"], catch_exceptions=False)
-    finally:
-        os.chdir(cwd)
-
-
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
-    target = tmp_path / "project"
-    shutil.copytree(EXAMPLES, target)
+    target = copy_example(tmp_path)
     assert _canon(target, "accept").exit_code == 0
     # the agent's replies changed (an identical text cannot regress on the judge alone) ...
     suite = target / "suite.yaml"
@@ -141,8 +131,7 @@ def test_a_model_confirm_judge_with_max_cost_is_refused(project):
 
 
 def test_a_baseline_recorded_under_rubric_1_0_0_asks_to_be_reaccepted(tmp_path):
-    target = tmp_path / "project"
-    shutil.copytree(EXAMPLES, target)
+    target = copy_example(tmp_path)
     assert _canon(target, "accept").exit_code == 0
     path = target / "baselines" / "suite.json"
     data = json.loads(path.read_text())

@@ -14,12 +14,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
-from canon.cli import main
+from support.cli import copy_example, invoke_in
 
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = REPO / "examples"
 TRACE_ID = "5b8efff798038103d269b633813fc60c"  # examples/traces/duplicate-charge.json
 ROOT_SPAN = "a000000000000001"
 
@@ -46,8 +44,7 @@ def fake_llm() -> Iterator[Any]:
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """The bundled example project with its accepted baseline."""
-    target = tmp_path / "project"
-    shutil.copytree(EXAMPLES, target)
+    target = copy_example(tmp_path)
     shutil.copytree(REPO / "baselines", target / "baselines")
     return target
 
@@ -232,22 +229,13 @@ def test_an_unsupported_protocol_is_exit_2_before_any_judge_call(project):
     )
 
 
-def _invoke(project: Path, *args: str) -> Any:
-    cwd = os.getcwd()
-    os.chdir(project)
-    try:
-        return CliRunner().invoke(main, list(args), catch_exceptions=False)
-    finally:
-        os.chdir(cwd)
-
-
 @pytest.mark.parametrize("command", ["score", "check", "accept"])
 def test_without_the_sdk_otel_is_exit_2_with_the_pip_line_and_no_judge_call(
     project, monkeypatch, command
 ):
     monkeypatch.setitem(sys.modules, "opentelemetry.sdk._logs", None)  # as if not installed
     before = sorted(p.name for p in project.rglob("*"))
-    result = _invoke(project, command, "--otel")
+    result = invoke_in(project, command, "--otel")
     assert result.exit_code == 2
     assert result.stdout == ""
     (line,) = result.stderr.strip().splitlines()
@@ -259,7 +247,7 @@ def test_without_the_sdk_otel_is_exit_2_with_the_pip_line_and_no_judge_call(
 def test_canon_accept_otel_sends_the_recorded_run(project, receiver, monkeypatch):
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", receiver.endpoint)
     (project / "baselines" / "suite.json").unlink()
-    result = _invoke(project, "accept", "--otel", "--quiet")
+    result = invoke_in(project, "accept", "--otel", "--quiet")
     assert result.exit_code == 0, result.output
     assert (project / "baselines" / "suite.json").is_file()
     assert len(receiver.named("canon.verdict")) == 3
@@ -269,7 +257,7 @@ def test_canon_accept_otel_strict_writes_no_baseline_when_the_send_failed(projec
     for name, value in _unreachable().items():
         monkeypatch.setenv(name, value)
     (project / "baselines" / "suite.json").unlink()
-    result = _invoke(project, "accept", "--otel-strict", "--quiet")
+    result = invoke_in(project, "accept", "--otel-strict", "--quiet")
     assert result.exit_code == 3
     assert "canon: error: the OTLP endpoint" in result.stderr
     assert not (project / "baselines" / "suite.json").exists()

@@ -54,3 +54,8 @@ def one_error_line(result: Result) -> str:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("canon: error: "), result.stderr
     return lines[0]
+
+
+def invoke_quietly(project: Path, *args: str) -> Result:
+    """`invoke_in` with ``--quiet`` after the arguments (no progress lines on stderr)."""
+    return invoke_in(project, *args, "--quiet")
