@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from canon import Constitution, constitution_from_file
+
+from support.helper_modules import load_helper
 
 # Nothing in the suite may reach the internet; litellm reads this before fetching prices.
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -19,20 +18,9 @@ REPO = Path(__file__).resolve().parent.parent
 EXAMPLES = REPO / "examples"
 
 
-def _load_by_path(name: str, filename: str) -> Any:
-    """Import a helper module next to this file (the tests are not a package)."""
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(filename))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 # Fixtures found here are visible to every test directory; the browser ones live in their
 # own module and are re-exported under their fixture names.
-_browser = _load_by_path("canon_tests_chromium", "chromium_plugin.py")
+_browser = load_helper("chromium_plugin.py")
 chromium = _browser.chromium
 page = _browser.page
 

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -17,23 +15,12 @@ from canon.judge.base import JudgeRequest
 from canon.judge.litellm_judge import LiteLLMJudge
 from canon.project.store import load_rubric
 
-from support.model_judge import BIG_REFUND, MODEL_JUDGE, model_project
+from support.helper_modules import load_helper
+from support.model_judge import BIG_REFUND, MODEL_JUDGE, PRICED_JUDGE, model_project
 
-
-def _load_sibling(filename: str) -> Any:
-    """Import a helper module next to this file by path (tests are not a package here)."""
-    name = f"canon_tests_{Path(filename).stem}"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(filename))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-fake_llm_server = _load_sibling("fake_llm_server.py")
-local_model_server = _load_sibling("local_model_server.py")
+batch_server = load_helper("judge/batch_server.py")
+fake_llm_server = load_helper("judge/fake_llm_server.py")
+local_model_server = load_helper("judge/local_model_server.py")
 
 
 @pytest.fixture(scope="session")
@@ -68,6 +55,24 @@ def refund_project(tmp_path: Path) -> Path:
     """The example project judged by the fake model: one 640 EUR refund decided alone, no cache."""
     config = MODEL_JUDGE + "suite: one.yaml\njudge_cache: false\nbaselines_dir: baselines\n"
     return model_project(tmp_path, config, {"one.yaml": BIG_REFUND})
+
+
+@pytest.fixture
+def priced_project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The example project judged by gpt-4o-mini (litellm prices it), no gates, as the cwd."""
+    target = model_project(tmp_path, PRICED_JUDGE + "suite: suite.yaml\n")
+    monkeypatch.chdir(target)
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
+    monkeypatch.setenv("CANON_BATCH_POLL_SECONDS", "0.01")  # batch tests need not wait
+    return target
+
+
+@pytest.fixture
+def batch_llm(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
+    """A running fake server with the files and batches endpoints, the OpenAI judge aimed at it."""
+    with batch_server.running_batch_server() as state:
+        monkeypatch.setenv("OPENAI_BASE_URL", state.base_url)
+        yield state
 
 
 @pytest.fixture

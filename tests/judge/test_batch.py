@@ -2,68 +2,26 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import Result
 
-from canon.cli import main
 from canon.judge.batch import state_path
 from canon.project.store import constitution_from_file, load_rubric
 
+from support.cli import invoke_here as _canon
+from support.helper_modules import load_helper
+from support.model_judge import PRICED_JUDGE
 
-def _load_batch_server() -> Any:
-    """Import batch_server.py next to this file by path (tests are not a package here)."""
-    name = "canon_tests_batch_server"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(
-            name, Path(__file__).with_name("batch_server.py")
-        )
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
-batch_server = _load_batch_server()
-EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
-CONFIG = (
-    "judge_model: openai:gpt-4o-mini\nconstitution_path: constitution.yaml\nsuite: suite.yaml\n"
-)
+batch_server = load_helper("judge/batch_server.py")
+CONFIG = PRICED_JUDGE + "suite: suite.yaml\n"  # as the priced_project fixture writes it
 QUESTIONS_PER_ARTIFACT = 10  # the example constitution: 6 fixed questions + 4 principles
-
-
-@pytest.fixture
-def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """The example project with a priced model judge and no deterministic gates."""
-    target = tmp_path / "project"
-    shutil.copytree(EXAMPLES, target)
-    (target / "canon.yaml").write_text(CONFIG)
-    monkeypatch.chdir(target)
-    monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
-    monkeypatch.setenv("CANON_BATCH_POLL_SECONDS", "0.01")
-    return target
-
-
-@pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    with batch_server.running_batch_server() as state:
-        monkeypatch.setenv("OPENAI_BASE_URL", state.base_url)
-        yield state
-
-
-def _canon(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 def _usage(result: Result) -> dict[str, Any]:
@@ -72,11 +30,11 @@ def _usage(result: Result) -> dict[str, Any]:
 
 
 def test_batch_answers_fill_the_cache_at_the_batch_price_and_an_online_rerun_reuses_them(
-    project, server
+    priced_project, batch_llm
 ):
     batched = _canon("score", "--batch", "--format", "json")
     assert batched.exit_code == 0, batched.output
-    assert len(server.batches) == 1 and server.chat_requests == []
+    assert len(batch_llm.batches) == 1 and batch_llm.chat_requests == []
     usage = _usage(batched)
     calls = 3 * QUESTIONS_PER_ARTIFACT
     assert usage["calls"] == usage["batch_calls"] == calls
@@ -85,67 +43,71 @@ def test_batch_answers_fill_the_cache_at_the_batch_price_and_an_online_rerun_reu
     assert usage["prompt_tokens"] == prompt and usage["completion_tokens"] == completion
     assert usage["cost_usd"] == pytest.approx(prompt * 0.075e-6 + completion * 0.30e-6)
     assert "at the batch price" in batched.stderr
-    assert not state_path(project / ".canon" / "judge-cache.sqlite3").exists()
+    assert not state_path(priced_project / ".canon" / "judge-cache.sqlite3").exists()
 
     online = _canon("score", "--format", "json")
     assert online.exit_code == 0
-    assert server.chat_requests == [] and len(server.batches) == 1
+    assert batch_llm.chat_requests == [] and len(batch_llm.batches) == 1
     again = _usage(online)
     assert again["calls"] == 0 and again["answers_without_call"] == calls
     first, second = json.loads(batched.stdout), json.loads(online.stdout)
     assert first["artifacts"] == second["artifacts"]
 
 
-def test_a_killed_run_resumes_the_same_batch_instead_of_paying_twice(project, server):
-    server.polls_to_finish = 10**9  # the batch never finishes while the first run waits
+def test_a_killed_run_resumes_the_same_batch_instead_of_paying_twice(priced_project, batch_llm):
+    batch_llm.polls_to_finish = 10**9  # the batch never finishes while the first run waits
     env = {**os.environ, "CANON_BATCH_POLL_SECONDS": "0.05"}
     first = subprocess.Popen(
         [sys.executable, "-m", "canon.cli", "score", "--batch", "--quiet"],
-        cwd=project,
+        cwd=priced_project,
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
     try:
         deadline = time.monotonic() + 60
-        while server.polls < 2 and time.monotonic() < deadline and first.poll() is None:
+        while batch_llm.polls < 2 and time.monotonic() < deadline and first.poll() is None:
             time.sleep(0.05)
-        assert server.polls >= 2, "the first run never waited on its batch"
+        assert batch_llm.polls >= 2, "the first run never waited on its batch"
     finally:
         first.kill()  # SIGKILL: no chance to clean up, like a cancelled CI job
         first.wait(timeout=30)
-    state = json.loads(state_path(project / ".canon" / "judge-cache.sqlite3").read_text())
-    assert [b["id"] for b in state["batches"]] == list(server.batches)
+    state = json.loads(state_path(priced_project / ".canon" / "judge-cache.sqlite3").read_text())
+    assert [b["id"] for b in state["batches"]] == list(batch_llm.batches)
 
-    server.polls_to_finish = 1
+    batch_llm.polls_to_finish = 1
     resumed = _canon("score", "--batch", "--format", "json")
     assert resumed.exit_code == 0, resumed.output
-    assert len(server.batches) == 1 and server.uploads == 1  # nothing submitted twice
+    assert len(batch_llm.batches) == 1 and batch_llm.uploads == 1  # nothing submitted twice
     assert "resuming the batch" in resumed.stderr
     assert _usage(resumed)["batch_calls"] == 3 * QUESTIONS_PER_ARTIFACT
 
 
-def test_a_batch_that_expires_half_way_has_the_rest_asked_online(project, server):
-    server.mode = "expire"
+def test_a_batch_that_expires_half_way_has_the_rest_asked_online(priced_project, batch_llm):
+    batch_llm.mode = "expire"
     result = _canon("score", "--batch", "--format", "json")
     assert result.exit_code == 0, result.output
     usage = _usage(result)
     calls = 3 * QUESTIONS_PER_ARTIFACT
     assert usage["batch_calls"] == calls // 2
-    assert len(server.chat_requests) == calls - calls // 2
+    assert len(batch_llm.chat_requests) == calls - calls // 2
     assert usage["calls"] == calls
     assert "ended expired" in result.stderr and "asked online" in result.stderr
 
 
-def test_a_half_failed_batch_has_its_failed_questions_asked_online_never_passed(project, server):
-    server.mode = "half_fail"  # every second request line fails
-    server.online_reply = lambda body: "ANSWER: partly"  # not a choice of the gate question
+def test_a_half_failed_batch_has_its_failed_questions_asked_online_never_passed(
+    priced_project, batch_llm
+):
+    batch_llm.mode = "half_fail"  # every second request line fails
+    batch_llm.online_reply = lambda body: "ANSWER: partly"  # not a choice of the gate question
     result = _canon("score", "--batch", "--format", "json")
     calls = 3 * QUESTIONS_PER_ARTIFACT
     assert _usage(result)["batch_calls"] == calls // 2
     questions = [
         q.id
-        for q in load_rubric().questions_for(constitution_from_file(project / "constitution.yaml"))
+        for q in load_rubric().questions_for(
+            constitution_from_file(priced_project / "constitution.yaml")
+        )
     ]
     failed = [q for i, q in enumerate(questions) if i % 2 == 1]  # same positions per artifact
     for artifact in json.loads(result.stdout)["artifacts"]:
@@ -159,10 +121,10 @@ def test_a_half_failed_batch_has_its_failed_questions_asked_online_never_passed(
 
 
 def test_a_failed_batch_whose_online_rest_is_down_leaves_questions_unscored(
-    project, server, monkeypatch
+    priced_project, batch_llm, monkeypatch
 ):
-    server.mode = "fail"
-    (project / "canon.yaml").write_text(
+    batch_llm.mode = "fail"
+    (priced_project / "canon.yaml").write_text(
         CONFIG + "judge_options:\n  batch: true\n  max_attempts: 1\n  timeout: 2\n"
     )
     from canon.judge import batch as batch_module
@@ -183,49 +145,57 @@ def test_a_failed_batch_whose_online_rest_is_down_leaves_questions_unscored(
     assert "ended failed" in result.stderr
 
 
-def test_a_provider_litellm_cannot_batch_is_named_and_asked_online(project, server, monkeypatch):
-    (project / "canon.yaml").write_text(CONFIG.replace("openai:gpt-4o-mini", "hosted_vllm:judge"))
-    monkeypatch.setenv("HOSTED_VLLM_API_BASE", server.base_url)
+def test_a_provider_litellm_cannot_batch_is_named_and_asked_online(
+    priced_project, batch_llm, monkeypatch
+):
+    (priced_project / "canon.yaml").write_text(
+        CONFIG.replace("openai:gpt-4o-mini", "hosted_vllm:judge")
+    )
+    monkeypatch.setenv("HOSTED_VLLM_API_BASE", batch_llm.base_url)
     result = _canon("score", "--batch", "--format", "json")
     assert result.exit_code == 0, result.output
     assert "batch mode is not available for provider 'hosted_vllm'" in result.stderr
-    assert server.batches == {} and len(server.chat_requests) == 3 * QUESTIONS_PER_ARTIFACT
+    assert batch_llm.batches == {} and len(batch_llm.chat_requests) == 3 * QUESTIONS_PER_ARTIFACT
     usage = _usage(result)
     assert usage["calls"] == 3 * QUESTIONS_PER_ARTIFACT and usage["batch_calls"] == 0
     assert usage["cost_usd"] == "unknown"  # litellm has no price for this model: never 0
 
 
 @pytest.mark.parametrize("content", ["{not json", '{"batches": [{"id": 3}]}', "[]"])
-def test_a_corrupt_batch_state_file_stops_the_run_naming_the_file(project, server, content):
-    path = state_path(project / ".canon" / "judge-cache.sqlite3")
+def test_a_corrupt_batch_state_file_stops_the_run_naming_the_file(
+    priced_project, batch_llm, content
+):
+    path = state_path(priced_project / ".canon" / "judge-cache.sqlite3")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(content)
     result = _canon("score", "--batch")
     assert result.exit_code == 2
     assert str(path) in result.stderr and "delete the file" in result.stderr
-    assert server.batches == {} and server.chat_requests == []
+    assert batch_llm.batches == {} and batch_llm.chat_requests == []
 
 
 def test_a_poll_that_fails_once_is_retried_and_a_lasting_outage_is_exit_3_keeping_the_id(
-    project, server
+    priced_project, batch_llm
 ):
-    server.poll_faults = 1
+    batch_llm.poll_faults = 1
     passing = _canon("score", "--batch", "--format", "json")
     assert passing.exit_code == 0, passing.output
     assert _usage(passing)["batch_calls"] == 3 * QUESTIONS_PER_ARTIFACT
 
-    (project / "constitution.yaml").write_text(
-        (project / "constitution.yaml").read_text().replace("billing", "invoicing")
+    (priced_project / "constitution.yaml").write_text(
+        (priced_project / "constitution.yaml").read_text().replace("billing", "invoicing")
     )  # new prompts: nothing cached, a new batch
-    server.poll_faults = 10**6
+    batch_llm.poll_faults = 10**6
     failing = _canon("score", "--batch")
     assert failing.exit_code == 3
     assert "cannot read batch" in failing.stderr and "resume" in failing.stderr
-    state = json.loads(state_path(project / ".canon" / "judge-cache.sqlite3").read_text())
-    assert len(state["batches"]) == 1 and server.chat_requests == []
+    state = json.loads(state_path(priced_project / ".canon" / "judge-cache.sqlite3").read_text())
+    assert len(state["batches"]) == 1 and batch_llm.chat_requests == []
 
 
-def test_accept_by_batch_then_check_online_asks_nothing_and_estimates_zero_calls(project, server):
+def test_accept_by_batch_then_check_online_asks_nothing_and_estimates_zero_calls(
+    priced_project, batch_llm
+):
     accepted = _canon("accept", "--batch")
     assert accepted.exit_code == 0, accepted.output
     assert "batch call(s) at the batch price" in accepted.stdout
@@ -235,11 +205,11 @@ def test_accept_by_batch_then_check_online_asks_nothing_and_estimates_zero_calls
     checked = _canon("check", "--format", "json")
     assert checked.exit_code == 0, checked.output
     assert json.loads(checked.stdout)["usage"]["calls"] == 0
-    assert server.chat_requests == [] and len(server.batches) == 1
+    assert batch_llm.chat_requests == [] and len(batch_llm.batches) == 1
 
 
 def test_an_endpoint_without_a_batch_api_is_named_and_every_question_asked_online(
-    project, fake_llm, monkeypatch
+    priced_project, fake_llm, monkeypatch
 ):
     monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.base_url)  # chat completions only
     fake_llm.script("contradict any part", "ANSWER: no")
@@ -250,11 +220,13 @@ def test_an_endpoint_without_a_batch_api_is_named_and_every_question_asked_onlin
     assert len(fake_llm.requests) == 3 * QUESTIONS_PER_ARTIFACT
     usage = _usage(result)
     assert usage["calls"] == 3 * QUESTIONS_PER_ARTIFACT and usage["batch_calls"] == 0
-    assert not state_path(project / ".canon" / "judge-cache.sqlite3").exists()
+    assert not state_path(priced_project / ".canon" / "judge-cache.sqlite3").exists()
 
 
-def test_a_batch_state_that_cannot_be_written_stops_the_run_naming_the_file(project, server):
-    cache_dir = project / ".canon"
+def test_a_batch_state_that_cannot_be_written_stops_the_run_naming_the_file(
+    priced_project, batch_llm
+):
+    cache_dir = priced_project / ".canon"
     cache_dir.mkdir()
     state_path(cache_dir / "judge-cache.sqlite3").with_name(
         "judge-cache.sqlite3.batches.json.tmp"

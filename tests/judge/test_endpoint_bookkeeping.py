@@ -13,15 +13,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner, Result
 
-from canon.cli import main
 from canon.core.artifact import Artifact
 from canon.core.constitution import Constitution, Principle
 from canon.errors import JudgeError
 from canon.judge.base import JudgeRequest
 from canon.project.store import load_rubric
 
+from support.cli import invoke_here as _canon
 from support.model_judge import model_project
 
 RUBRIC = load_rubric()
@@ -77,10 +76,6 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_llm: Any, tran
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-not-a-real-key")
     monkeypatch.setenv("OPENAI_BASE_URL", fake_llm.base_url)
     return target
-
-
-def _canon(*args: str) -> Result:
-    return CliRunner().invoke(main, list(args), catch_exceptions=False)
 
 
 def _unreadable_most_of_the_time(fake_llm: Any, *, contradict: bool = False) -> None:

@@ -23,6 +23,8 @@ from canon.judge.base import JudgeRequest
 from canon.judge.mock import MockJudge
 from canon.project.store import load_rubric
 
+from support.helper_modules import load_helper
+
 # Everything a report must carry as inert text: markup, a CDATA terminator, both quote
 # kinds, an ampersand, and a control character XML 1.0 cannot express.
 HOSTILE = "<script>window.canonPwned = 1; alert(1)</script> ]]> \"dq\" 'sq' & \x01 end"
@@ -143,24 +145,8 @@ def hostile() -> str:
     return HOSTILE
 
 
-def _load_sibling(filename: str) -> Any:
-    """Import a helper module next to this file by path (tests are not a package here)."""
-    import importlib.util
-    import sys
-    from pathlib import Path
-
-    name = f"canon_tests_{Path(filename).stem}"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, Path(__file__).with_name(filename))
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 @pytest.fixture
 def receiver() -> Iterator[Any]:
     """A running OTLP/HTTP log receiver on 127.0.0.1 (see otlp_receiver.py)."""
-    with _load_sibling("otlp_receiver.py").running_receiver() as state:
+    with load_helper("report/otlp_receiver.py").running_receiver() as state:
         yield state

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
@@ -16,28 +15,17 @@ from typing import Any
 import pytest
 
 from support.cli import copy_example, invoke_in
+from support.helper_modules import load_helper
 
 REPO = Path(__file__).resolve().parents[2]
 TRACE_ID = "5b8efff798038103d269b633813fc60c"  # examples/traces/duplicate-charge.json
 ROOT_SPAN = "a000000000000001"
 
 
-def _fake_llm_module() -> Any:
-    name = "canon_tests_fake_llm_server"
-    if name not in sys.modules:
-        path = REPO / "tests" / "judge" / "fake_llm_server.py"
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    return sys.modules[name]
-
-
 @pytest.fixture
 def fake_llm() -> Iterator[Any]:
     """The judge tests' fake OpenAI-compatible server on 127.0.0.1."""
-    with _fake_llm_module().running_fake_llm() as state:
+    with load_helper("judge/fake_llm_server.py").running_fake_llm() as state:
         yield state
 
 

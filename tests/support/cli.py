@@ -23,13 +23,18 @@ def copy_example(root: Path) -> Path:
     return target
 
 
+def invoke_here(*args: str) -> Result:
+    """Run `canon ARGS` in this process from the current working directory."""
+    return CliRunner().invoke(main, list(args), catch_exceptions=False)
+
+
 def invoke_in(project: Path, *args: str) -> Result:
     """Run `canon ARGS` in this process from inside ``project``, as a user there would."""
     cwd = os.getcwd()
     # the working directory, not an option, is how a user points canon at a project
     os.chdir(project)
     try:
-        return CliRunner().invoke(main, list(args), catch_exceptions=False)
+        return invoke_here(*args)
     finally:
         os.chdir(cwd)
 

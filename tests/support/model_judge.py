@@ -11,6 +11,8 @@ from support.cli import copy_example
 MODEL_JUDGE = "judge_model: openai:fake-judge\nconstitution_path: constitution.yaml\n"
 # every prompt lists the principles; only P2's own question quotes one after these words
 P2_MATCH = 'principle of the constitution: "Hand any refund'
+# litellm's price table knows this model, so runs under it have a cost
+PRICED_JUDGE = "judge_model: openai:gpt-4o-mini\nconstitution_path: constitution.yaml\n"
 BIG_REFUND = "artifacts:\n  - id: big-refund\n    text: I refunded your 640 EUR myself.\n"
 
 
