@@ -12,7 +12,14 @@ from canon.check.align import align_run
 from canon.cli.alignment_check import provenance_of
 from canon.cli.baseline import baseline_path, shown
 from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
-from canon.cli.run import build_plan, load_run, no_cache_option, quiet_option, suite_option
+from canon.cli.run import (
+    build_plan,
+    load_run,
+    no_cache_option,
+    quiet_option,
+    suite_option,
+    text_or_json_option,
+)
 from canon.cli.spending import prepare_spending
 from canon.errors import InputError, JudgeUnavailableError
 from canon.judge.sync import run_sync
@@ -34,14 +41,7 @@ LABEL_SUFFIXES = (".jsonl", ".yaml", ".yml", ".csv")
     help="The human labels (.jsonl, .yaml or .csv; default: <suite>.labels.jsonl, .yaml, "
     ".yml or .csv next to the suite).",
 )
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="Text for people, JSON for machines.",
-)
+@text_or_json_option
 @quiet_option
 @no_cache_option
 @reports_errors

@@ -18,14 +18,13 @@ from canon.cli.run import (
     build_plan,
     check_report_paths,
     emit_github,
-    format_option,
     load_run,
     no_cache_option,
     quiet_option,
     report_options,
     score_with_progress,
-    selection_options,
     suite_option,
+    suite_run_options,
     write_reports,
 )
 from canon.cli.spending import prepare_spending, show_estimate, spending_options
@@ -139,12 +138,7 @@ def accept(
 
 
 @click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("baselines", "cli", "ci", "otel"))
-@config_option
-@suite_option
-@selection_options
-@format_option
-@quiet_option
-@no_cache_option
+@suite_run_options
 @click.option(
     "--strict",
     is_flag=True,

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import importlib
 import os
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import click
 
@@ -32,6 +33,8 @@ from canon.gates.policy.errors import (
 )
 from canon.gates.policy.model import Policy
 from canon.gates.policy.validation import validate_policy
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def _usage_failure(exc: click.UsageError) -> PolicyCommandFailure:
@@ -60,22 +63,11 @@ class _JsonErrorsCommand(click.Command):
             raise _usage_failure(exc) from None
 
 
-class _JsonErrorsGroup(click.Group):
+# the group reports its own usage errors the same way (make_context), and more besides
+class _JsonErrorsGroup(_JsonErrorsCommand, click.Group):
     """The ``policy`` group: unknown or missing subcommands are JSON usage errors too."""
 
     command_class = _JsonErrorsCommand
-
-    def make_context(
-        self,
-        info_name: str | None,
-        args: list[str],
-        parent: click.Context | None = None,
-        **extra: Any,
-    ) -> click.Context:
-        try:
-            return super().make_context(info_name, args, parent=parent, **extra)
-        except click.UsageError as exc:
-            raise _usage_failure(exc) from None
 
     def resolve_command(
         self, ctx: click.Context, args: list[str]
@@ -128,6 +120,18 @@ def _one_stdin(*sources: str) -> None:
         )
 
 
+def _policy_for_response(policy_file: str, response_file: str) -> Policy:
+    """The validated policy of a command that also reads a response (at most one from stdin)."""
+    _one_stdin(policy_file, response_file)
+    return load_policy(policy_file)
+
+
+def _policy_and_response(command: F) -> F:
+    """Add the POLICY and RESPONSE arguments of the commands that check a response."""
+    with_response = click.argument("response_file", metavar="RESPONSE")(command)
+    return click.argument("policy_file", metavar="POLICY")(with_response)
+
+
 _MAX_ORDER_RULES = 7
 
 
@@ -155,8 +159,7 @@ def validate_command(policy_file: str) -> None:
 
 
 @policy.command("evaluate")
-@click.argument("policy_file", metavar="POLICY")
-@click.argument("response_file", metavar="RESPONSE")
+@_policy_and_response
 @click.option("--strict-exit", is_flag=True, help="Exit 1 when the response fails.")
 @click.pass_context
 def evaluate_command(
@@ -165,16 +168,14 @@ def evaluate_command(
     """Evaluate RESPONSE ('-' for stdin) against POLICY and print every rule result."""
     from canon.gates.policy.evaluation import evaluate_response
 
-    _one_stdin(policy_file, response_file)
-    checked = load_policy(policy_file)
+    checked = _policy_for_response(policy_file, response_file)
     result = evaluate_response(checked, load_json(response_file, "response"))
     emit_json(result.to_json())
     _strict_exit(ctx, strict_exit, result.passed)
 
 
 @policy.command("check-order")
-@click.argument("policy_file", metavar="POLICY")
-@click.argument("response_file", metavar="RESPONSE")
+@_policy_and_response
 @click.option("--strict-exit", is_flag=True, help="Exit 1 unless order conformance holds.")
 @click.pass_context
 def check_order_command(
@@ -183,8 +184,7 @@ def check_order_command(
     """Run PrecedenceTrace: evaluate every order of 2-7 rules against RESPONSE."""
     from canon.gates.policy.precedence import check_order_conformance, ensure_order_rule_count
 
-    _one_stdin(policy_file, response_file)
-    checked = load_policy(policy_file)
+    checked = _policy_for_response(policy_file, response_file)
     if len(checked.rules) > _MAX_ORDER_RULES:
         ensure_order_rule_count(checked)  # refuse to sample 8+ rules: the response is not read
     # the response is decoded as strictly as for evaluate (a duplicate member is
@@ -196,15 +196,13 @@ def check_order_command(
 
 
 @policy.command("explain")
-@click.argument("policy_file", metavar="POLICY")
-@click.argument("response_file", metavar="RESPONSE")
+@_policy_and_response
 @click.option("--json", "as_json", is_flag=True, help="Print the explanation as JSON.")
 def explain_command(policy_file: str, response_file: str, as_json: bool) -> None:
     """Say in plain words why each rule passed or failed for RESPONSE (values are not shown)."""
     from canon.gates.policy.explain import explain_evaluation
 
-    _one_stdin(policy_file, response_file)
-    checked = load_policy(policy_file)
+    checked = _policy_for_response(policy_file, response_file)
     explanation = explain_evaluation(checked, load_json(response_file, "response"))
     if as_json:
         emit_json(explanation.to_json())

@@ -12,7 +12,14 @@ from canon.check.pipeline import baseline_from_run
 from canon.check.rejudge import rejudge_run
 from canon.cli.baseline import baseline_path, read_baseline, shown
 from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
-from canon.cli.run import build_plan, load_run, no_cache_option, quiet_option, suite_option
+from canon.cli.run import (
+    build_plan,
+    load_run,
+    no_cache_option,
+    quiet_option,
+    suite_option,
+    text_or_json_option,
+)
 from canon.cli.spending import prepare_spending
 from canon.core.baseline import baseline_to_data, require_same_rubric
 from canon.errors import BaselineError, InputError, JudgeUnavailableError
@@ -39,14 +46,7 @@ from canon.report.align import rejudge_document, render_rejudge
     is_flag=True,
     help="Write the new judge's answers as the baseline (without it nothing is written).",
 )
-@click.option(
-    "--format",
-    "output_format",
-    type=click.Choice(["text", "json"]),
-    default="text",
-    show_default=True,
-    help="Text for people, JSON for machines.",
-)
+@text_or_json_option
 @quiet_option
 @no_cache_option
 @reports_errors

@@ -15,7 +15,7 @@ from canon.check.confirm import Confirmation
 from canon.check.gate_loading import contract_gate, policy_gate
 from canon.check.pipeline import score_run
 from canon.check.runner import ArtifactGate, ScoringPlan
-from canon.cli.common import shown_path
+from canon.cli.common import config_option, shown_path
 from canon.cli.spending import with_budget
 from canon.core.artifact import Artifact
 from canon.core.baseline import Baseline
@@ -62,6 +62,14 @@ format_option = click.option(
     help="Text for people, JSON for machines; github adds GitHub Actions annotations to the "
     "text (and a table to $GITHUB_STEP_SUMMARY when it is set).",
 )
+text_or_json_option = click.option(
+    "--format",
+    "output_format",
+    type=click.Choice(["text", "json"]),
+    default="text",
+    show_default=True,
+    help="Text for people, JSON for machines.",
+)
 _junit_option = click.option(
     "--junit-xml",
     "junit_path",
@@ -95,6 +103,15 @@ _limit_option = click.option(
 def selection_options(command: F) -> F:
     """Add --select KEY|GLOB (repeatable) and --limit N to a command that scores a suite."""
     return _select_option(_limit_option(command))
+
+
+def suite_run_options(command: F) -> F:
+    """Add what score and check share, in this order: --config, --suite, --select, --limit,
+    --format, --quiet and --no-cache."""
+    # applied innermost first, as a stack of decorators would be
+    for add in (no_cache_option, quiet_option, format_option, selection_options, suite_option):
+        command = add(command)
+    return config_option(command)
 
 
 def report_options(command: F) -> F:

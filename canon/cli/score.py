@@ -9,19 +9,15 @@ from pathlib import Path
 
 import click
 
-from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
+from canon.cli.common import HELP_OPTIONS, docs_epilog, reports_errors
 from canon.cli.run import (
     build_plan,
     check_report_paths,
     emit_github,
-    format_option,
     load_run,
-    no_cache_option,
-    quiet_option,
     report_options,
     score_with_progress,
-    selection_options,
-    suite_option,
+    suite_run_options,
     write_reports,
 )
 from canon.cli.spending import prepare_spending, show_estimate, spending_options
@@ -33,12 +29,7 @@ from canon.report.text import render_results
 
 
 @click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("cli", "configuration", "otel"))
-@config_option
-@suite_option
-@selection_options
-@format_option
-@quiet_option
-@no_cache_option
+@suite_run_options
 @spending_options
 @report_options
 @reports_errors
