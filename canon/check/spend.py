@@ -8,7 +8,10 @@ tokenizer counts and whose price comes from litellm's price table.
 
 from __future__ import annotations
 
+import hashlib
+import json
 import math
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -282,6 +285,17 @@ def refuse_over_budget(estimate: Estimate, max_cost: float, source: object) -> N
         )
 
 
+# Token counts kept for requests that may be sent again (retries, top-ups): enough for every
+# request in flight under any sane concurrency, small enough never to matter in memory.
+PROMPT_COUNTS_KEPT = 4096
+
+
+def _request_key(model: str, messages: Sequence[Mapping[str, Any]]) -> bytes:
+    """A short digest of what a request's prompt tokens depend on: the model and the messages."""
+    text = json.dumps([model, list(messages)], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
+
+
 class BudgetJudge:
     """A judge whose every request is refused when it could take the run past ``max_cost``.
 
@@ -299,6 +313,7 @@ class BudgetJudge:
         self.spent = 0.0
         self.calls = 0
         self._reserved = 0.0
+        self._prompt_tokens: OrderedDict[bytes, int] = OrderedDict()
         inner.spend_guard = self
 
     @property
@@ -319,7 +334,7 @@ class BudgetJudge:
         from canon.judge.litellm_module import load_litellm
 
         litellm = load_litellm()
-        prompt = count_prompt_tokens(litellm, model, messages)
+        prompt = self._count_prompt(litellm, model, messages)
         guess = price_of(litellm, model, prompt, samples * completion_guess(self.inner))
         guess = math.inf if guess is None else guess
         if self.calls:  # requests so far say what one really costs here; trust the larger
@@ -333,6 +348,20 @@ class BudgetJudge:
             )
         self._reserved += guess
         return guess
+
+    def _count_prompt(self, litellm: Any, model: str, messages: list[dict[str, str]]) -> int:
+        """The request's prompt tokens, counted once however often it is retried or topped up."""
+        key = _request_key(model, messages)
+        count = self._prompt_tokens.get(key)
+        if count is None:
+            # the tokenizer is most of what a reservation costs; a digest is a small part of it
+            count = count_prompt_tokens(litellm, model, messages)
+            self._prompt_tokens[key] = count
+            if len(self._prompt_tokens) > PROMPT_COUNTS_KEPT:
+                self._prompt_tokens.popitem(last=False)  # the least recently used
+        else:
+            self._prompt_tokens.move_to_end(key)
+        return count
 
     def book(self, reserved: float, spent: Usage | None) -> None:
         """Release a reservation and book the request's real cost (its guess if unpriced)."""
