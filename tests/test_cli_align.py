@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -18,7 +15,7 @@ from canon.errors import JudgeUnavailableError
 from canon.judge.mock import MockJudge
 
 from support.cli import invoke_quietly as _canon
-from support.cli import one_error_line
+from support.cli import one_error_line, run_canon
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 ALIGNMENT = Path("baselines") / "suite.alignment.json"
@@ -317,15 +314,7 @@ def test_align_runs_as_a_real_process_on_the_scripted_example(tmp_path):
         "  - id: large-refund\n    labels: {escalate-large-refunds: yes, G: no}\n"
         "  - id: roaming-question\n    labels: {say-unknown: yes, G: yes}\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "canon", "align", "--labels", "people.yaml", "--format", "json"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-    )
+    done = run_canon(project, "align", "--labels", "people.yaml", "--format", "json")
     assert done.returncode == 0, done.stderr
     document = json.loads(done.stdout)
     gate = document["questions"]["G"]

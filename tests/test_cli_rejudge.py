@@ -4,15 +4,12 @@ and `canon check` with another judge says the judge changed instead of reporting
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from support.cli import copy_example, one_error_line
+from support.cli import copy_example, one_error_line, run_canon
 from support.cli import invoke_quietly as _canon
 
 BASELINE = Path("baselines") / "suite.json"
@@ -110,15 +107,7 @@ def test_a_check_with_another_judge_is_refused_by_a_real_process_too(project):
     config.write_text(
         config.read_text().replace("mock:judge-script.yaml", "mock:strict-judge.yaml")
     )
-    done = subprocess.run(
-        [sys.executable, "-m", "canon", "check", "--quiet"],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        env={**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"},
-    )
+    done = run_canon(project, "check", "--quiet")
     assert done.returncode == 2 and done.stdout == ""
     assert done.stderr.startswith("canon: error: judge changed (baseline baselines/suite.json")
 
