@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import stat
 import subprocess
 import sys
@@ -15,6 +14,8 @@ from typing import Any
 
 import pytest
 import yaml
+
+from support.network import closed_port
 
 REPO = Path(__file__).resolve().parent.parent
 WORKFLOW = REPO / "examples" / "ci" / "canon.yml"
@@ -172,12 +173,6 @@ def test_the_step_retries_only_an_unavailable_judge(workflow, tmp_path):
     assert done.stdout.count("the judge was unavailable (exit 3); retry") == 2
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 @pytest.mark.slow
 def test_a_judge_that_stays_down_ends_the_step_with_3_after_every_attempt(workflow, tmp_path):
     project = _project(tmp_path)
@@ -195,7 +190,7 @@ def test_a_judge_that_stays_down_ends_the_step_with_3_after_every_attempt(workfl
         _bin_dir(tmp_path),
         CANON_ATTEMPTS="2",
         OPENAI_API_KEY="sk-test",
-        OPENAI_BASE_URL=f"http://127.0.0.1:{_closed_port()}/v1",
+        OPENAI_BASE_URL=f"http://127.0.0.1:{closed_port()}/v1",
     )
     done = _run_step(workflow, project, env)
     assert done.returncode == 3, done.stdout + done.stderr

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import textwrap
@@ -15,6 +14,7 @@ import pytest
 
 from support.cli import EXAMPLES, invoke_in, run_canon
 from support.model_judge import MODEL_JUDGE, model_env, model_project
+from support.network import closed_port
 
 
 @pytest.fixture
@@ -22,13 +22,6 @@ def project(tmp_path: Path) -> Path:
     """The example project, with one artifact and a model judge in canon.yaml."""
     one = "artifacts:\n  - id: refund\n    text: I refunded the duplicate 19.99 EUR charge.\n"
     return model_project(tmp_path, MODEL_JUDGE + "suite: suite.yaml\n", {"one.yaml": one})
-
-
-def _closed_port() -> int:
-    with socket.socket() as probe:  # free a moment ago, so nothing listens there now
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 def test_canon_score_asks_the_configured_model_through_a_real_process(project, fake_llm):
@@ -48,7 +41,7 @@ def test_canon_score_asks_the_configured_model_through_a_real_process(project, f
 
 
 def test_score_and_accept_exit_3_when_the_model_server_is_down(project):
-    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    url = f"http://127.0.0.1:{closed_port()}/v1"
     env = {**os.environ, "OPENAI_BASE_URL": url, "OPENAI_API_KEY": "sk-test"}
     commands = {
         "score": ["score", "--quiet", "--format", "json", "--suite", "one.yaml"],

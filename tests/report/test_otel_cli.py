@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -14,8 +12,9 @@ from typing import Any
 
 import pytest
 
-from support.cli import copy_example, invoke_in
+from support.cli import copy_example, invoke_in, run_canon
 from support.helper_modules import load_helper
+from support.network import closed_port, without_otel
 
 REPO = Path(__file__).resolve().parents[2]
 TRACE_ID = "5b8efff798038103d269b633813fc60c"  # examples/traces/duplicate-charge.json
@@ -37,28 +36,8 @@ def project(tmp_path: Path) -> Path:
     return target
 
 
-def _env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "CANON_OTEL"))}
-    env.update(extra)
-    return env
-
-
 def _canon(project: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "canon.cli", *args],
-        cwd=project,
-        env=_env(**env),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def _closed_port() -> int:
-    with socket.socket() as probe:  # free a moment ago, so nothing listens there now
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
+    return run_canon(project, *args, env=without_otel(**env))
 
 
 def test_canon_score_otel_sends_every_verdict_and_answer_parented_to_the_trace(project, receiver):
@@ -165,7 +144,7 @@ def test_unscored_questions_arrive_with_error_type_and_answers_with_the_judges_r
 
 def _unreachable() -> dict[str, str]:
     return {
-        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{_closed_port()}",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{closed_port()}",
         "OTEL_EXPORTER_OTLP_TIMEOUT": "1",
     }
 

@@ -6,11 +6,8 @@ The commands run as real processes against the OTLP/HTTP receiver the tests star
 
 from __future__ import annotations
 
-import os
 import shutil
-import socket
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,16 +17,17 @@ from canon.cli.telemetry import OtelChoice, otel_choice
 from canon.errors import ConfigError
 from canon.project.config import load_config
 
+from support.cli import copy_example, run_canon
+from support.network import closed_port, without_otel
+
 REPO = Path(__file__).resolve().parents[2]
-EXAMPLES = REPO / "examples"
 EVENTS_PER_RUN = 36  # the example suite's three artifacts: verdict, gates and answers
 
 
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """The bundled example project with its accepted baseline."""
-    target = tmp_path / "project"
-    shutil.copytree(EXAMPLES, target)
+    target = copy_example(tmp_path)
     shutil.copytree(REPO / "baselines", target / "baselines")
     return target
 
@@ -40,22 +38,7 @@ def _with_otel(project: Path, value: str) -> None:
 
 
 def _canon(project: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith(("OTEL_", "CANON_OTEL"))}
-    return subprocess.run(
-        [sys.executable, "-m", "canon.cli", *args],
-        cwd=project,
-        env={**clean, **env},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-
-
-def _closed_port() -> int:
-    with socket.socket() as probe:  # free a moment ago, so nothing listens there now
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
+    return run_canon(project, *args, env=without_otel(**env))
 
 
 def test_otel_true_in_canon_yaml_sends_without_the_flag(project, receiver):
@@ -114,7 +97,7 @@ def test_a_run_told_to_send_sends(project, receiver, setting, args, env):
 
 def _unreachable() -> dict[str, str]:
     return {
-        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{_closed_port()}",
+        "OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{closed_port()}",
         "OTEL_EXPORTER_OTLP_TIMEOUT": "1",
     }
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import sys
 from pathlib import Path
 
@@ -18,6 +17,8 @@ from canon.report.otel_export import (
     send_events,
     trace_links,
 )
+
+from support.network import closed_port
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 OTEL_VARIABLES = (
@@ -38,13 +39,6 @@ def clean_otel_env(monkeypatch):
     """No OTEL_* setting of the machine running the tests leaks into them."""
     for name in OTEL_VARIABLES:
         monkeypatch.delenv(name, raising=False)
-
-
-def _closed_port() -> int:
-    with socket.socket() as probe:  # free a moment ago, so nothing listens there now
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
 
 
 def test_every_event_arrives_with_its_attributes_parent_and_resource(
@@ -106,7 +100,7 @@ def test_an_endpoint_that_refuses_is_counted_and_described_not_raised(
 
 
 def test_an_unreachable_endpoint_costs_one_timeout_and_is_a_failure(mixed, plan, monkeypatch):
-    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{_closed_port()}")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{closed_port()}")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1")
     events = [
         EvaluationEvent({"gen_ai.evaluation.name": "canon.verdict", "n": i}) for i in range(1500)

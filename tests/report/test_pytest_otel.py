@@ -8,11 +8,12 @@ start on 127.0.0.1 (``otlp_receiver.py``).
 from __future__ import annotations
 
 import shutil
-import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from support.network import closed_port
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
@@ -142,17 +143,10 @@ def test_a_failing_verdict_is_sent_and_the_test_still_fails(
     assert {v["attributes"]["canon.gated"] for v in verdicts} == {True}
 
 
-def _closed_port() -> int:
-    with socket.socket() as probe:  # free a moment ago, so nothing listens there now
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
 def test_a_failed_send_is_a_warning_and_changes_no_outcome(
     project: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _endpoint(monkeypatch, f"http://127.0.0.1:{_closed_port()}")
+    _endpoint(monkeypatch, f"http://127.0.0.1:{closed_port()}")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TIMEOUT", "1")
     result = project.runpytest_subprocess("-q", "--canon-otel", "-k", "coheres")
     result.assert_outcomes(passed=2, deselected=1)

@@ -39,6 +39,11 @@ def invoke_in(project: Path, *args: str) -> Result:
         os.chdir(cwd)
 
 
+def invoke_quietly(project: Path, *args: str) -> Result:
+    """`invoke_in` with ``--quiet`` after the arguments (no progress lines on stderr)."""
+    return invoke_in(project, *args, "--quiet")
+
+
 def run_canon(
     project: Path, *args: str, env: Mapping[str, str] | None = None, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
@@ -59,8 +64,3 @@ def one_error_line(result: Result) -> str:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("canon: error: "), result.stderr
     return lines[0]
-
-
-def invoke_quietly(project: Path, *args: str) -> Result:
-    """`invoke_in` with ``--quiet`` after the arguments (no progress lines on stderr)."""
-    return invoke_in(project, *args, "--quiet")
