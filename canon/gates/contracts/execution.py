@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
-from typing import Any, Literal, NamedTuple, overload
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, overload
 
 StepKind = Literal["tool_call", "model_call", "retrieval", "agent", "human_review", "custom"]
 StepStatus = Literal["ok", "error", "unset"]
@@ -242,6 +242,9 @@ class Execution:
     """Everything a contract can look at: ordered steps, request and answer text, metadata.
 
     ``steps`` may be given as any sequence of ``Step``; it is kept as ``StepColumns``.
+    ``framework`` is only reported, never validated, so the normalizer names it on first
+    read (``detecting``): a trace whose scope names no framework costs a look at every
+    span's attributes, which a verdict does not need.
     """
 
     execution_id: str
@@ -251,12 +254,41 @@ class Execution:
     metadata: Mapping[str, Any] = field(default_factory=dict)
     framework: str = "unknown"
     columns: StepColumns = field(init=False, repr=False, compare=False)
+    _detect: Callable[[], str] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         steps = self.steps
         columns = steps if isinstance(steps, StepColumns) else StepColumns.of(steps)
         object.__setattr__(self, "steps", columns)
         object.__setattr__(self, "columns", columns)
+
+    @classmethod
+    def detecting(
+        cls,
+        execution_id: str,
+        steps: Sequence[Step],
+        input_text: str | None,
+        output_text: str | None,
+        metadata: Mapping[str, Any],
+        detect: Callable[[], str],
+    ) -> Execution:
+        """An execution whose ``framework`` is ``detect()``, called once, when first read."""
+        execution = cls(execution_id, steps, input_text, output_text, metadata)
+        # an unset slot makes a read of ``framework`` fall through to ``__getattr__``
+        object.__delattr__(execution, "framework")
+        object.__setattr__(execution, "_detect", detect)
+        return execution
+
+    if not TYPE_CHECKING:  # so mypy still flags misspelt attributes of an Execution
+
+        def __getattr__(self, name: str) -> Any:
+            detect = object.__getattribute__(self, "_detect")
+            if name != "framework" or detect is None:
+                raise AttributeError(f"'Execution' object has no attribute {name!r}")
+            found = detect()
+            object.__setattr__(self, "framework", found)
+            object.__setattr__(self, "_detect", None)  # the spans it reads can go now
+            return found
 
     def step_names(self) -> tuple[str, ...]:
         """Names of every step, in execution order."""

@@ -146,13 +146,13 @@ def _normalize_batch(batch: SpanBatch, metadata: Mapping[str, object] | None) ->
         partial(_steps, *table),
         partial(_step_at, table),
     )
-    return Execution(
-        execution_id=_execution_id(spans, order, root_at, span_ids),
-        steps=steps,
-        input_text=input_text,
-        output_text=output_text,
-        metadata=merged,
-        framework=_framework(spans, order),
+    return Execution.detecting(
+        _execution_id(spans, order, root_at, span_ids),
+        steps,
+        input_text,
+        output_text,
+        merged,
+        partial(_framework, spans, order),
     )
 
 
