@@ -136,7 +136,7 @@ class MustIncludeSteps:
         return f"must_include_steps({list(self.steps)!r})"
 
     def check(self, facts: Facts) -> Finding | None:
-        succeeded = facts.succeeded_first_index
+        succeeded = facts.succeeded_names
         missing = [step for step in self.steps if step not in succeeded]
         if not missing:
             return None
@@ -206,10 +206,10 @@ class MustPrecede:
         return f"must_precede({self.before}, {self.after})"
 
     def check(self, facts: Facts) -> Finding | None:
-        after_at = facts.first_index.get(self.after)
+        after_at = facts.first_at(self.after)
         if after_at is None:
             return None
-        before_at = facts.succeeded_first_index.get(self.before)
+        before_at = facts.succeeded_first_at(self.before)
         if before_at is None:
             return Finding(
                 f"{self.after} ran but {self.before} never ran successfully before it",
@@ -294,7 +294,7 @@ class MustEscalateWhen:
     def check(self, facts: Facts) -> Finding | None:
         if not self.condition.holds(facts):
             return None
-        succeeded = facts.succeeded_first_index
+        succeeded = facts.succeeded_names
         if any(marker in succeeded for marker in self.escalation_markers):
             return None
         if "human_review" in facts.succeeded_kinds:

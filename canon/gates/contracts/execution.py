@@ -191,13 +191,23 @@ class StepColumns(Sequence[Step]):
         )
 
     def named(self, name: str) -> Iterator[Step]:
-        """The steps called ``name``, in order, building only those when it can."""
-        positions = [at for at, own in enumerate(self.names) if own == name]
+        """The steps called ``name``, in order, building only those (and only as read)."""
         build_one = self._build_one
         if build_one is None or hasattr(self, "_steps"):
             steps = self._all()
-            return (steps[at] for at in positions)
-        return map(build_one, positions)
+            return map(steps.__getitem__, self._positions(name))
+        return map(build_one, self._positions(name))
+
+    def _positions(self, name: str) -> Iterator[int]:
+        """Where the steps called ``name`` are, found one at a time (a reader may stop early)."""
+        names = self.names
+        at = -1
+        while True:
+            try:
+                at = names.index(name, at + 1)
+            except ValueError:
+                return
+            yield at
 
     def _all(self) -> tuple[Step, ...]:
         try:

@@ -52,6 +52,26 @@ class Facts:
         """True when some step ended in error."""
         return "error" in self.columns.statuses
 
+    def first_at(self, name: str) -> int | None:
+        """Position of the first step called ``name``, errored or not (None: no such step)."""
+        try:
+            return self.names.index(name)  # a C-level scan that stops at the first
+        except ValueError:
+            return None
+
+    def succeeded_first_at(self, name: str) -> int | None:
+        """Position of the first non-errored step called ``name`` (None: no such step)."""
+        if not self.any_failed:
+            return self.first_at(name)
+        return self.succeeded_first_index.get(name)
+
+    @cached_property
+    def succeeded_names(self) -> frozenset[str]:
+        """Names of the non-errored steps."""
+        if not self.any_failed:
+            return self.name_set
+        return frozenset(self.succeeded_first_index)
+
     @cached_property
     def first_index(self) -> dict[str, int]:
         """Position of each name's first step, errored or not."""
@@ -74,14 +94,16 @@ class Facts:
     @cached_property
     def failed_only(self) -> frozenset[str]:
         """Names that appear only on errored steps."""
-        return self.name_set - self.succeeded_first_index.keys()
+        return self.name_set - self.succeeded_names
 
     @cached_property
     def mapped_sources(self) -> frozenset[str]:
         """Sources the source map assigns to the names of non-errored steps."""
-        source_map = self.source_map
-        found = (source_map.get(name) for name in self.succeeded_first_index)
-        return frozenset(source.name for source in found if source is not None)
+        # a source map names a handful of tools; a trace may hold hundreds of step names
+        succeeded = self.succeeded_names
+        return frozenset(
+            source.name for tool, source in self.source_map.items() if tool in succeeded
+        )
 
     @cached_property
     def sources(self) -> frozenset[str]:

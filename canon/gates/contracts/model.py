@@ -22,6 +22,8 @@ class Contract:
     constraints: tuple[Constraint, ...]
     source_map: Mapping[str, DataSource] = field(default_factory=dict)
     description: str = ""
+    # every verdict lists them; constraints are frozen, so their names are worked out once
+    constraint_names: tuple[str, ...] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if not self.constraints:
@@ -30,6 +32,8 @@ class Contract:
                 f"would pass every trace, so add at least one"
             )
         object.__setattr__(self, "constraints", tuple(self.constraints))
+        names = tuple(constraint.name for constraint in self.constraints)
+        object.__setattr__(self, "constraint_names", names)
 
 
 @dataclass(frozen=True, slots=True)

@@ -61,5 +61,5 @@ def validate(
         checks_passed=len(contract.constraints) - len(violations),
         violations=tuple(violations),
         skipped=tuple(skipped),
-        constraint_names=tuple(constraint.name for constraint in contract.constraints),
+        constraint_names=contract.constraint_names,
     )

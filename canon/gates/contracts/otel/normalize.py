@@ -36,6 +36,7 @@ from canon.gates.contracts.otel.frameworks import (
     name_marks,
     weak_mark,
 )
+from canon.gates.contracts.otel.jsontext import loads
 from canon.gates.contracts.otel.payloads import LazyToolPayload
 from canon.gates.contracts.otel.rawspan import OtlpRun, RawSpan
 from canon.gates.contracts.otel.runs import run_groups, split_runs
@@ -59,7 +60,7 @@ def parse_trace_text(text: str, *, source: str = "<trace>") -> object:
     if not text.strip():
         raise TraceError(f"{source}: the file is empty; expected a JSON trace export")
     try:
-        return json.loads(text)
+        return loads(text)
     except RecursionError as exc:
         raise TraceError(f"{source}: JSON nested too deeply to be a trace") from exc
     except json.JSONDecodeError as first_error:
@@ -68,7 +69,7 @@ def parse_trace_text(text: str, *, source: str = "<trace>") -> object:
             if not line.strip():
                 continue
             try:
-                documents.append(json.loads(line))
+                documents.append(loads(line))
             except (ValueError, RecursionError):
                 raise TraceError(
                     f"{source}: not a trace: not JSON: {first_error.msg} at line "

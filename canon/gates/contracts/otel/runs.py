@@ -35,26 +35,11 @@ def trace_ids(entries: list[RawSpan | OtlpRun]) -> list[str]:
     return list(found)
 
 
-def several_raw_trace_ids(entries: list[RawSpan | OtlpRun]) -> bool:
-    """Whether the spans carry more than one trace id as written (a C-level pass per run)."""
-    seen: set[object] = set()
-    for entry in entries:
-        try:
-            if isinstance(entry, OtlpRun):
-                seen.update(map(dict.get, entry.spans, repeat("traceId")))
-            else:
-                seen.add(entry.trace_id)
-        except TypeError:  # an unhashable id: let the careful reading decide
-            return True
-        if len(seen) > 1:
-            return True
-    return False
-
-
 def run_groups(batch: SpanBatch) -> list[list[str]]:
     """The trace ids of each run in the file, runs in start order (one group: one run)."""
-    if not several_raw_trace_ids(batch.entries) or len(trace_ids(batch.entries)) < 2:
-        return [trace_ids(batch.entries)]
+    ids = trace_ids(batch.entries)  # one pass over the spans: most files hold one run
+    if len(ids) < 2:
+        return [ids]
     ranges: dict[str, list[int]] = {}
     working: set[str] = set()
     for span in batch.spans:
