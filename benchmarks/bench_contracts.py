@@ -21,7 +21,9 @@ that a CLI run reading one file at a time does not have.
 Prints medians and bests of ``--rounds`` rounds over the 100 traces and the median of the
 per-round ratios (each Canon round paired with the reference round that follows it, the
 steadiest figure on a shared machine), then the wall time of one CLI call over the 100
-files.
+files. Canon parses trace text with msgspec when it is installed (``canon-testing[fast]``);
+``--json-parser json`` blocks it, to time the default install; the first line names the
+parser that ran.
 """
 
 from __future__ import annotations
@@ -326,7 +328,18 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--only", default="", help="Time one workload of the table only.")
     parser.add_argument("--table-only", action="store_true", help="Skip the detail and CLI.")
+    parser.add_argument(
+        "--json-parser",
+        choices=("auto", "json"),
+        default="auto",
+        help="auto: msgspec when installed; json: block msgspec (the default install).",
+    )
     args = parser.parse_args()
+    if args.json_parser == "json":
+        sys.modules["msgspec"] = None  # type: ignore[assignment]  # import msgspec fails now
+    from canon.gates.contracts.otel.jsontext import json_parser
+
+    print(f"Canon's trace JSON parser: {json_parser()}")
     python = args.abc_venv / "bin" / "python"
     reference_python = python if python.exists() else None
     with tempfile.TemporaryDirectory(prefix="bench-contracts-") as scratch:
@@ -355,10 +368,13 @@ def main() -> None:
                     f"{paired:.1f}x median of paired rounds"
                 )
 
+        # the CLI in a child process, msgspec blocked there too when it is here
+        block = "import sys; sys.modules['msgspec'] = None; " if args.json_parser == "json" else ""
+        launch = f"{block}import runpy; runpy.run_module('canon.cli', run_name='__main__')"
         cli = [
             sys.executable,
-            "-m",
-            "canon.cli",
+            "-c",
+            launch,
             "contract",
             "run",
             "--contract",

@@ -41,7 +41,14 @@ from canon.gates.contracts.otel.payloads import LazyToolPayload
 from canon.gates.contracts.otel.rawspan import OtlpRun, RawSpan
 from canon.gates.contracts.otel.runs import run_groups, split_runs
 from canon.gates.contracts.otel.spans import SpanBatch, collect_spans, otlp_raw_span
-from canon.gates.contracts.otel.steps import otlp_columns, otlp_step, step_from_raw
+from canon.gates.contracts.otel.steps import (
+    as_nanos,
+    nanos_column,
+    otlp_columns,
+    otlp_step,
+    start_column,
+    step_from_raw,
+)
 from canon.gates.contracts.otel.text import answer_text, final_output_text, request_text
 from canon.gates.contracts.otel.tree import repeated_tool_calls, root_position
 from canon.gates.contracts.otel.values import decode_kv_list, normalize_id, to_nanos
@@ -194,6 +201,7 @@ def _table(entries: list[RawSpan | OtlpRun]) -> list[list[Any]]:
     parent_ids: list[Any] = []
     starts: list[Any] = []
     origins: list[Any] = []
+    only_runs = all(isinstance(entry, OtlpRun) for entry in entries)
     for entry in entries:
         if isinstance(entry, OtlpRun):
             run = otlp_columns(entry)
@@ -202,7 +210,8 @@ def _table(entries: list[RawSpan | OtlpRun]) -> list[list[Any]]:
             statuses += run.statuses
             span_ids += run.span_ids
             parent_ids += run.parent_ids
-            starts += run.starts
+            # digit strings may stay strings only where no step's int start sits among them
+            starts += run.starts if only_runs else nanos_column(run.starts)
             origins += entry.spans
         else:
             step = step_from_raw(entry)
@@ -213,6 +222,8 @@ def _table(entries: list[RawSpan | OtlpRun]) -> list[list[Any]]:
             parent_ids.append(step.parent_id)
             starts.append(step.start_ns)
             origins.append(step)
+    if only_runs:
+        starts = start_column(starts)
     return [names, kinds, statuses, span_ids, parent_ids, starts, origins]
 
 
@@ -221,7 +232,7 @@ def _interval(table: list[list[Any]], position: int) -> tuple[int, int]:
     origin = table[6][position]
     if isinstance(origin, Step):
         return origin.start_ns, origin.end_ns
-    return table[5][position], to_nanos(origin.get("endTimeUnixNano"))
+    return as_nanos(table[5][position]), to_nanos(origin.get("endTimeUnixNano"))
 
 
 def _attributes(table: list[list[Any]], position: int) -> Mapping[str, Any]:

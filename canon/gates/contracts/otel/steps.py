@@ -76,7 +76,7 @@ class RunColumns(NamedTuple):
     statuses: list[StepStatus]
     span_ids: list[str]
     parent_ids: list[str]
-    starts: list[int]
+    starts: list[Any]  # as written: ``start_column`` reads them
 
 
 def step_from_raw(span: RawSpan) -> Step:
@@ -93,14 +93,17 @@ def otlp_step(
     kind: StepKind,
     span_id: str,
     parent_id: str,
-    start: int,
+    start: int | str,
     status: StepStatus,
 ) -> Step:
-    """The whole step of an OTLP JSON span, given what ``otlp_columns`` found for it."""
+    """The whole step of an OTLP JSON span, given what ``otlp_columns`` found for it.
+
+    ``start`` is in nanoseconds, or still the digit string ``start_column`` kept.
+    """
     items = span.get("attributes")
     attrs = KVAttributes(items) if items.__class__ is list else decode_kv_list(items)
     end = to_nanos(span.get("endTimeUnixNano"))
-    fields = (name, kind, span_id, parent_id, start, end, status)
+    fields = (name, kind, span_id, parent_id, as_nanos(start), end, status)
     return _build_step(fields, attrs, span.get("events") or ())
 
 
@@ -176,7 +179,7 @@ def otlp_columns(run: OtlpRun) -> RunColumns:
         statuses,
         _ids(_required_column(spans, "spanId")),
         _repeated_ids(_column(spans, "parentSpanId")),
-        _nanos(_required_column(spans, "startTimeUnixNano")),
+        _required_column(spans, "startTimeUnixNano"),
     )
 
 
@@ -264,7 +267,37 @@ def _repeated_ids(raw: list[Any]) -> list[str]:
     return list(map(table.__getitem__, raw))
 
 
-def _nanos(raw: list[Any]) -> list[int]:
+def start_column(raw: list[Any]) -> list[int] | list[str]:
+    """Start times that sort like the instants they are: nanoseconds, or kept digit strings.
+
+    OTLP writes nanoseconds as digit strings. When every one has the same number of
+    digits (18 or more, no leading zero: nanoseconds since 1973, which ``to_nanos`` reads
+    as written), the strings sort as their numbers do and are kept as they are: turning
+    hundreds of 19-digit strings into ints is a large share of reading a trace, and only a
+    built step needs the number (``as_nanos``).
+    """
+    try:
+        joined = "".join(raw)
+    except TypeError:
+        return nanos_column(raw)
+    width = len(raw[0]) if raw else 0
+    if (
+        width >= 18
+        and joined.isascii()
+        and joined.isdigit()
+        and len(set(map(len, raw))) == 1
+        and "0" not in joined[::width]  # the first digit of each
+    ):
+        return raw
+    return nanos_column(raw)
+
+
+def as_nanos(start: int | str) -> int:
+    """A start time of ``start_column`` in nanoseconds."""
+    return start if start.__class__ is int else int(start)
+
+
+def nanos_column(raw: list[Any]) -> list[int]:
     """Timestamps: OTLP writes nanoseconds as digit strings; anything else goes to to_nanos."""
     try:
         joined = "".join(raw)

@@ -16,9 +16,9 @@ from canon.gates.contracts.execution import NO_PAYLOAD, Step
 from canon.gates.contracts.otel import normalize_trace
 from canon.gates.contracts.otel.attributes import KVAttributes
 from canon.gates.contracts.otel.spans import collect_spans
-from canon.gates.contracts.otel.steps import step_from_raw
+from canon.gates.contracts.otel.steps import as_nanos, start_column, step_from_raw
 from canon.gates.contracts.otel.tree import in_start_order, repeated_tool_calls
-from canon.gates.contracts.otel.values import decode_kv_list
+from canon.gates.contracts.otel.values import decode_kv_list, to_nanos
 
 CORPUS = Path(__file__).resolve().parents[3] / "corpus" / "traces"
 CORPUS_FILES = sorted(str(path.relative_to(CORPUS)) for path in CORPUS.glob("*/*.json"))
@@ -241,7 +241,16 @@ span_ids = st.one_of(
     st.none(),
 )
 times = st.one_of(
-    st.sampled_from(["1711000000000000000", "1711000000000000005", "0171100000000000000", "12"]),
+    st.sampled_from(
+        [
+            "1711000000000000000",
+            "1711000000000000005",
+            "1700000000000000009",
+            "17110000000000000000",
+            "0171100000000000000",
+            "12",
+        ]
+    ),
     st.integers(0, 2**64),
     st.text(max_size=4),
     st.none(),
@@ -281,3 +290,31 @@ def test_random_attribute_lists_read_the_same_lazily_and_eagerly(raw_items: list
 def test_a_timestamp_of_non_ascii_digits_reads_as_zero_instead_of_crashing() -> None:
     step = normalize_trace(_otlp([_span("a1", [], start="²")])).steps[0]
     assert step.start_ns == 0
+
+
+def test_start_times_kept_as_digit_strings_order_and_build_steps_as_numbers() -> None:
+    starts = ["1711000000000000009", "1711000000000000001", "1799999999999999999"]
+    spans = [_span(f"a{at}", [], start=start) for at, start in enumerate(starts)]
+    steps = normalize_trace(_otlp(spans)).steps
+    assert [step.start_ns for step in steps] == sorted(map(int, starts))
+    assert [step.span_id for step in steps] == ["a1", "a0", "a2"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "kept"),
+    [
+        (["1711000000000000009", "1711000000000000001"], True),
+        (["171100000000000000", "999999999999999999"], True),  # 18 digits: still nanoseconds
+        (["1711000000000000009", "17110000000000000010"], False),  # widths differ
+        (["0711000000000000009", "1711000000000000001"], False),  # a leading zero
+        (["17110000000000000", "17110000000000001"], False),  # microseconds: scaled
+        (["1711000000000000009", 1711000000000000001], False),
+        (["171100000000000000²", "1711000000000000001"], False),
+    ],
+)
+def test_start_column_keeps_only_digit_strings_that_sort_as_nanoseconds(
+    raw: list[Any], kept: bool
+) -> None:
+    column = start_column(list(raw))
+    assert (column == raw and all(isinstance(value, str) for value in column)) is kept
+    assert list(map(as_nanos, column)) == [to_nanos(value) for value in raw]
