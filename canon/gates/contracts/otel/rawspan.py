@@ -33,8 +33,15 @@ class RawSpan(NamedTuple):
 
 
 class OtlpRun(NamedTuple):
-    """Consecutive OTLP JSON spans of one scope, left as parsed JSON until someone reads them."""
+    """Consecutive OTLP JSON spans of one scope, left as parsed JSON until someone reads them.
+
+    Their ids, start times and names, read while telling them apart from other shapes,
+    are kept as written, one list each.
+    """
 
     scope: str
-    spans: list[dict[str, Any]]  # each has "spanId" and "startTimeUnixNano"
+    spans: list[dict[str, Any]]  # each has "spanId", "startTimeUnixNano" and "name"
     first_position: int
+    span_ids: list[Any]
+    starts: list[Any]
+    names: list[Any]

@@ -10,7 +10,7 @@ or one trace object), a plain span list or ``{"spans": [...]}`` in OTLP or OTel-
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import repeat
+from operator import itemgetter
 from typing import Any
 
 from canon.gates.contracts.otel.backends import (
@@ -74,6 +74,9 @@ class SpanBatch:
 
 
 _new_span = tuple.__new__
+_SPAN_ID = itemgetter("spanId")
+_START = itemgetter("startTimeUnixNano")
+_NAME = itemgetter("name")
 _OTLP_KEYS = ("resourceSpans", "resource_spans", "batches")
 _SCOPE_KEYS = ("scopeSpans", "scope_spans", "instrumentationLibrarySpans")
 _SPAN_MARKERS = (
@@ -192,8 +195,10 @@ class _Collector:
                     spans = scope_block.get("spans")
                     if not isinstance(spans, list):
                         continue
-                    if spans and _all_plain_otlp(spans):
-                        self.entries.append(OtlpRun(_text(scope_name), spans, self.count))
+                    columns = _plain_otlp_columns(spans) if spans else None
+                    if columns is not None:
+                        run = OtlpRun(_text(scope_name), spans, self.count, *columns)
+                        self.entries.append(run)
                         self.count += len(spans)
                     else:
                         self.generic_list(spans, _text(scope_name), None)
@@ -407,16 +412,20 @@ def otlp_raw_span(span: dict[str, Any], scope: str, position: int) -> RawSpan:
     )
 
 
-def _all_plain_otlp(spans: list[Any]) -> bool:
-    """True when every item is a named OTLP JSON span object (checked in C, no Python loop)."""
+def _plain_otlp_columns(spans: list[Any]) -> tuple[list[Any], list[Any], list[Any]] | None:
+    """Span ids, start times and names of named OTLP JSON span objects; None if any is not one.
+
+    One C-level pass per field, no Python loop; the columns are what reading the spans
+    needs first, so they are kept (``OtlpRun``).
+    """
     try:
         return (
-            all(map(dict.__contains__, spans, repeat("spanId")))
-            and all(map(dict.__contains__, spans, repeat("startTimeUnixNano")))
-            and all(map(dict.__contains__, spans, repeat("name")))
+            list(map(_SPAN_ID, spans)),
+            list(map(_START, spans)),
+            list(map(_NAME, spans)),
         )
-    except TypeError:  # an item that is not a JSON object
-        return False
+    except (TypeError, KeyError):  # an item that is not a JSON object, or lacks a field
+        return None
 
 
 def _looks_like_span(item: dict[str, Any]) -> bool:

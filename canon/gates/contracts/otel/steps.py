@@ -142,7 +142,7 @@ def otlp_columns(run: OtlpRun) -> RunColumns:
     unusual in it is decoded value by value with the full decoders instead (same results).
     """
     spans = run.spans
-    names = _column(spans, "name")
+    names = list(run.names)  # tool calls get their tool's name below
     if set(map(type, names)) != {str} or "" in names:
         names = [name if isinstance(name, str) and name else UNNAMED for name in names]
     statuses = _statuses(_column(spans, "status"))
@@ -177,9 +177,9 @@ def otlp_columns(run: OtlpRun) -> RunColumns:
         names,
         kinds,
         statuses,
-        _ids(_required_column(spans, "spanId")),
+        _ids(run.span_ids),
         _repeated_ids(_column(spans, "parentSpanId")),
-        _required_column(spans, "startTimeUnixNano"),
+        run.starts,
     )
 
 
@@ -217,10 +217,6 @@ def _layout(keys: tuple[Any, ...]) -> _Layout:
         if key in _STEP_KEYS:
             hot.setdefault(key, position)
     return tuple(hot.items())
-
-
-def _required_column(spans: list[dict[str, Any]], key: str) -> list[Any]:
-    return list(map(itemgetter(key), spans))
 
 
 def _column(spans: list[dict[str, Any]], key: str) -> list[Any]:
@@ -284,7 +280,7 @@ def start_column(raw: list[Any]) -> list[int] | list[str]:
     if (
         width >= 18
         and joined.isascii()
-        and joined.isdigit()
+        and joined.encode("ascii").isdigit()  # bytes.isdigit: str.isdigit is per character
         and len(set(map(len, raw))) == 1
         and "0" not in joined[::width]  # the first digit of each
     ):
