@@ -50,7 +50,7 @@ from canon.gates.contracts.otel.steps import (
     step_from_raw,
 )
 from canon.gates.contracts.otel.text import answer_text, final_output_text, request_text
-from canon.gates.contracts.otel.tree import repeated_tool_calls, root_position
+from canon.gates.contracts.otel.tree import repeated_tool_calls, root_position, top_positions
 from canon.gates.contracts.otel.values import decode_kv_list, normalize_id, to_nanos
 
 _ANSWER_KINDS = frozenset({"model_call", "agent"})
@@ -111,14 +111,15 @@ def _normalize_batch(batch: SpanBatch, metadata: Mapping[str, object] | None) ->
         order = sorted(range(len(starts)), key=starts.__getitem__)
         table = [list(map(column.__getitem__, order)) for column in table]
         names, kinds, statuses, span_ids, parent_ids, starts, _ = table
-    repeats = repeated_tool_calls(names, kinds, span_ids, parent_ids, partial(_interval, table))
-    for position in repeats:
+    tops = top_positions(span_ids, parent_ids)
+    intervals = partial(_interval, table)
+    for position in repeated_tool_calls(names, kinds, span_ids, parent_ids, intervals, tops):
         kinds[position] = "custom"  # the same call seen twice: counted once
     for position, tool in agent_recorded_calls(
         names, kinds, span_ids, parent_ids, partial(_attributes, table)
     ):
         kinds[position], names[position] = "tool_call", tool
-    root_at = root_position(span_ids, parent_ids)
+    root_at = root_position(span_ids, parent_ids, tops)
     root = spans.decoded(order[root_at])
     input_text = _safe(request_text, root)
     if not input_text:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from itertools import compress
-from operator import not_
 
 from canon.gates.contracts.otel.rawspan import RawSpan
 
@@ -37,12 +36,27 @@ def choose_root(ordered: Sequence[RawSpan]) -> RawSpan:
     return ordered[root_position(span_ids, parent_ids)]
 
 
-def root_position(span_ids: Sequence[str], parent_ids: Sequence[str]) -> int:
-    """Position of the root among spans in start order, given their span and parent ids."""
+def top_positions(span_ids: Sequence[str], parent_ids: Sequence[str]) -> list[int]:
+    """Positions of the top spans: those whose parent id is empty or names no span in the file."""
     known = set(span_ids)
     known.discard("")
-    # a span is a top when its parent id is empty or names no span in the file
-    tops = list(compress(range(len(parent_ids)), map(not_, map(known.__contains__, parent_ids))))
+    orphans = set(parent_ids) - known  # the parent ids naming no span, "" among them
+    if len(orphans) == 1:
+        (orphan,) = orphans
+        if parent_ids.count(orphan) == 1:  # one tree, the usual file: no pass to build a list
+            return [parent_ids.index(orphan)]
+    return list(compress(range(len(parent_ids)), map(orphans.__contains__, parent_ids)))
+
+
+def root_position(
+    span_ids: Sequence[str], parent_ids: Sequence[str], tops: list[int] | None = None
+) -> int:
+    """Position of the root among spans in start order, given their span and parent ids.
+
+    ``tops`` are their ``top_positions``, when the caller has them already.
+    """
+    if tops is None:
+        tops = top_positions(span_ids, parent_ids)
     if not tops:
         return 0
     if len(tops) == 1:
@@ -80,6 +94,7 @@ def repeated_tool_calls(
     span_ids: Sequence[str],
     parent_ids: Sequence[str],
     intervals: Callable[[int], tuple[int, int]],
+    tops: list[int] | None = None,
 ) -> list[int]:
     """Positions (start order) of tool-call spans that repeat a call of the same tool.
 
@@ -88,6 +103,7 @@ def repeated_tool_calls(
     in trees of their own (ADK's spans beside Monocle's), which then overlap in time.
     Parallel calls of one tool in one tree are separate calls. ``intervals(position)``
     gives a span's ``(start, end)``; it is asked only when the file holds several trees.
+    ``tops`` are the spans' ``top_positions``, when the caller has them already.
     """
     tools = list(compress(range(len(kinds)), map("tool_call".__eq__, kinds)))
     called = list(map(names.__getitem__, tools))
@@ -99,11 +115,9 @@ def repeated_tool_calls(
     tool_ids.discard("")
     parents = set(map(parent_ids.__getitem__, tools))
     under_tools = set(compress(span_ids, map(tool_ids.__contains__, parent_ids)))
-    known = set(span_ids)
-    known.discard("")
-    # parent ids naming no span in the file mark the top spans; more than one is several trees
-    orphans = set(parent_ids) - known
-    several_trees = len(orphans) > 1 or any(parent_ids.count(o) > 1 for o in orphans)
+    if tops is None:
+        tops = top_positions(span_ids, parent_ids)
+    several_trees = len(tops) > 1
     if parents.isdisjoint(tool_ids) and parents.isdisjoint(under_tools) and not several_trees:
         return []
     tool_names = dict(zip(tools, called, strict=True))
