@@ -309,14 +309,12 @@ def nanos_column(raw: list[Any]) -> list[int]:
 def _statuses(raw: list[Any]) -> list[StepStatus]:
     """Span statuses: ``{"code": 0|1|2}`` objects are looked up in C, anything else decoded."""
     try:
-        codes = list(map(dict.get, raw, repeat("code")))
-    except TypeError:  # a status that is missing or not an object
-        return list(map(decode_status, raw))
-    try:
-        distinct = set(codes)
-    except TypeError:  # a code that is a list or an object
+        distinct = set(map(dict.get, raw, repeat("code")))
+    except TypeError:  # a status that is missing or not an object, or a code that is a list
         return list(map(decode_status, raw))
     # the type check keeps True/False (equal to 1/0) on the full decoder's road
     if distinct <= _INT_STATUS.keys() and set(map(type, distinct)) == {int}:
-        return list(map(_STATUS_OF_CODE, codes))
+        if len(distinct) == 1:  # every span alike, the usual trace: no second pass
+            return [_STATUS_OF_CODE(distinct.pop())] * len(raw)
+        return list(map(_STATUS_OF_CODE, map(dict.get, raw, repeat("code"))))
     return list(map(decode_status, raw))
