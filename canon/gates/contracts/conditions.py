@@ -75,7 +75,7 @@ class StepPresent:
         return f"step present: {list(self.names)!r}"
 
     def holds(self, facts: Facts) -> bool:
-        return any(name in facts.name_set for name in self.names)
+        return any(facts.present(name) for name in self.names)
 
 
 def _result_mapping(outputs: object) -> Mapping[str, Any] | None:

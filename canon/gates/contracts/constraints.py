@@ -136,8 +136,7 @@ class MustIncludeSteps:
         return f"must_include_steps({list(self.steps)!r})"
 
     def check(self, facts: Facts) -> Finding | None:
-        succeeded = facts.succeeded_names
-        missing = [step for step in self.steps if step not in succeeded]
+        missing = [step for step in self.steps if not facts.ran(step)]
         if not missing:
             return None
         evidence: dict[str, object] = {
@@ -171,7 +170,7 @@ class MustNotIncludeSteps:
         return f"must_not_include_steps({list(self.steps)!r})"
 
     def check(self, facts: Facts) -> Finding | None:
-        found = [step for step in self.steps if step in facts.name_set]
+        found = [step for step in self.steps if facts.present(step)]
         if not found:
             return None
         return Finding(
@@ -294,8 +293,7 @@ class MustEscalateWhen:
     def check(self, facts: Facts) -> Finding | None:
         if not self.condition.holds(facts):
             return None
-        succeeded = facts.succeeded_names
-        if any(marker in succeeded for marker in self.escalation_markers):
+        if any(facts.ran(marker) for marker in self.escalation_markers):
             return None
         if "human_review" in facts.succeeded_kinds:
             return None

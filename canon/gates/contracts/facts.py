@@ -96,14 +96,19 @@ class Facts:
         """Names that appear only on errored steps."""
         return self.name_set - self.succeeded_names
 
+    def ran(self, name: str) -> bool:
+        """True when a non-errored step is called ``name``."""
+        return self.succeeded_first_at(name) is not None
+
+    def present(self, name: str) -> bool:
+        """True when a step is called ``name``, errored or not."""
+        return name in self.names  # a C-level scan: cheaper than a set of hundreds of names
+
     @cached_property
     def mapped_sources(self) -> frozenset[str]:
         """Sources the source map assigns to the names of non-errored steps."""
         # a source map names a handful of tools; a trace may hold hundreds of step names
-        succeeded = self.succeeded_names
-        return frozenset(
-            source.name for tool, source in self.source_map.items() if tool in succeeded
-        )
+        return frozenset(source.name for tool, source in self.source_map.items() if self.ran(tool))
 
     @cached_property
     def sources(self) -> frozenset[str]:
@@ -129,6 +134,8 @@ class Facts:
     @cached_property
     def grounded(self) -> bool:
         """True when some non-errored step is a tool call or a retrieval."""
+        if not self.any_failed:  # scans that stop at the first tool call
+            return "tool_call" in self.kinds or "retrieval" in self.kinds
         return not GROUNDING_KINDS.isdisjoint(self.succeeded_kinds)
 
     @cached_property

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from itertools import repeat
-from operator import itemgetter
+from operator import is_, itemgetter
 from typing import Any, NamedTuple
 
 from canon.gates.contracts.execution import (
@@ -260,6 +260,8 @@ def _repeated_ids(raw: list[Any]) -> list[str]:
         # 1, 1.0 and True are one set member but normalize differently
         return list(map(normalize_id, raw))
     table = {value: normalize_id(value) for value in distinct}
+    if all(map(is_, table, table.values())):  # every one already as normalize_id writes it
+        return raw
     return list(map(table.__getitem__, raw))
 
 
