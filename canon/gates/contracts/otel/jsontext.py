@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from functools import cache
-from importlib import import_module
 from importlib.metadata import PackageNotFoundError, version
 
 
@@ -21,7 +20,7 @@ from importlib.metadata import PackageNotFoundError, version
 def _fast_decoder() -> Callable[[str], object] | None:
     """msgspec's JSON decoder, or None when msgspec is not installed."""
     try:
-        msgspec = import_module("msgspec")
+        import msgspec  # optional (canon-testing[fast]), imported here only
     except ImportError:
         return None
     decode: Callable[[str], object] = msgspec.json.Decoder().decode

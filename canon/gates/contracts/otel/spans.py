@@ -413,11 +413,7 @@ def otlp_raw_span(span: dict[str, Any], scope: str, position: int) -> RawSpan:
 
 
 def _plain_otlp_columns(spans: list[Any]) -> tuple[list[Any], list[Any], list[Any]] | None:
-    """Span ids, start times and names of named OTLP JSON span objects; None if any is not one.
-
-    One C-level pass per field, no Python loop; the columns are what reading the spans
-    needs first, so they are kept (``OtlpRun``).
-    """
+    """Span ids, start times and names (kept: read first) of OTLP JSON spans; None if any is not."""
     try:
         return (
             list(map(_SPAN_ID, spans)),
