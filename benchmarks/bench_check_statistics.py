@@ -217,17 +217,6 @@ def main() -> None:
     print(f"{n} trials per row, default settings, 95% Wilson intervals")
     print(f"{'scenario':66} {'fails / caught':>27}  {'check/accept':>12}  {'check/pass':>10}")
 
-    def report(label: str, trials: list[Trial], hit: Callable[[Trial], bool]) -> None:
-        hits = sum(hit(t) for t in trials)
-        check = sum(t.check_calls for t in trials)
-        accept = sum(t.accept_calls for t in trials)
-        one_pass = sum(t.check_first_pass for t in trials)
-        print(
-            f"{label:66} {rate(hits, len(trials)):>27}  {check / accept:>11.3f}x"
-            f"  {check / one_pass:>9.3f}x",
-            flush=True,
-        )
-
     started = time.monotonic()
     if args.only in (None, "small"):  # 6.3: small suites never fail on noise
         for noise in (0.05, 0.15):
@@ -240,7 +229,7 @@ def main() -> None:
                         )
                         for i in range(n)
                     ]
-                    report(
+                    _line(
                         f"A/A reworded, {size:2} artifacts, f={noise} {kind} (false alarms)",
                         trials,
                         lambda t: t.failed,
@@ -253,7 +242,7 @@ def main() -> None:
                     for i in range(n)
                 ]
                 how = "reworded" if reword else "unchanged"
-                report(
+                _line(
                     f"A/A {how}, 30 artifacts, {share:.0%} failing in truth, f={f} (false alarms)",
                     trials,
                     lambda t: t.failed,
@@ -269,7 +258,7 @@ def main() -> None:
                 return before(artifact, question)
 
             trials = [run_trial(30, f, seed + i, before, after, reword=True) for i in range(n)]
-            report(
+            _line(
                 f"1 of 30 newly contradicts, {share:.0%} failing in truth, f={f}: caught, named",
                 trials,
                 lambda t: t.status == "regressed" and t.named == last,
@@ -291,13 +280,13 @@ def main() -> None:
                     )
                     for i in range(n)
                 ]
-                report(
+                _line(
                     f"1 of 30 newly contradicts (gate only), f={noise} {kind}: caught, named",
                     trials,
                     lambda t: t.status == "regressed" and t.named == one,
                 )
             trials = [run_trial(30, noise, seed + i, clean, clean, reword=True) for i in range(n)]
-            report(
+            _line(
                 f"A/A reworded, 30 artifacts, f={noise} any (false alarms)",
                 trials,
                 lambda t: t.failed,

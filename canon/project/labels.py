@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import yaml
 
 from canon.core.rubric import Question
 from canon.errors import InputError
-from canon.project.store import parse_yaml, read_text
+from canon.project.store import loads_strict, parse_yaml, read_text
 
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 CSV_SUFFIXES = (".csv",)
@@ -129,7 +127,7 @@ def _jsonl_entries(text: str, path: str) -> list[_Entry]:
         if not line.strip():
             continue
         try:
-            item = json.loads(line, object_pairs_hook=_unique, parse_constant=_refuse)
+            item = loads_strict(line)
         except ValueError as exc:
             raise InputError(f"{path}: line {number} is not valid JSON: {exc}") from None
         entries.append(_entry(item, number, path))
@@ -186,16 +184,3 @@ def _csv_entries(text: str, path: str) -> list[_Entry]:
         cells = dict(zip(header[1:], row[1:], strict=True))
         entries.append(_Entry(number, row[0], {k: v for k, v in cells.items() if v != ""}))
     return entries
-
-
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    mapping: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in mapping:
-            raise ValueError(f"duplicate key {key!r}")
-        mapping[key] = value
-    return mapping
-
-
-def _refuse(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")

@@ -170,6 +170,20 @@ def read_json(
         raise error(f"{path}: {what} is not valid JSON: nested too deeply") from None
 
 
+def loads_strict(text: str) -> Any:
+    """One JSON text as suite and label lines are read: no NaN/Infinity, no repeated key."""
+    return json.loads(text, object_pairs_hook=_unique_key, parse_constant=_refuse_constant)
+
+
+def _unique_key(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    mapping: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in mapping:
+            raise ValueError(f"duplicate key {key!r}")
+        mapping[key] = value
+    return mapping
+
+
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not valid JSON")
 

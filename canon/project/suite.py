@@ -5,7 +5,6 @@ from __future__ import annotations
 import csv
 import fnmatch
 import io
-import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from typing import Any
 from canon.core.artifact import Artifact
 from canon.errors import InputError
 from canon.gates.policy import MAX_INPUT_BYTES, PolicyError, decode_json_bytes
-from canon.project.store import read_bytes, read_text, read_yaml
+from canon.project.store import loads_strict, read_bytes, read_text, read_yaml
 
 _ENTRY_KEYS = frozenset({"id", "text", "response", "trace"})
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
@@ -109,7 +108,7 @@ def _jsonl_entries(path: Path) -> list[Any]:
         if not line.strip():
             continue
         try:
-            entries.append(json.loads(line, object_pairs_hook=_unique, parse_constant=_refuse))
+            entries.append(loads_strict(line))
         except ValueError as exc:
             raise InputError(f"{path}: line {number} is not valid JSON: {exc}") from None
     if not entries:
@@ -150,24 +149,11 @@ def _csv_entries(path: Path) -> list[Any]:
 
 def _csv_json(cell: str, path: Path, line: int) -> Any:
     try:
-        return json.loads(cell, object_pairs_hook=_unique, parse_constant=_refuse)
+        return loads_strict(cell)
     except ValueError as exc:
         raise InputError(
             f"{path}: line {line}: 'response' must be a .json path or inline JSON: {exc}"
         ) from None
-
-
-def _unique(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    mapping: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in mapping:
-            raise ValueError(f"duplicate key {key!r}")
-        mapping[key] = value
-    return mapping
-
-
-def _refuse(name: str) -> Any:
-    raise ValueError(f"{name} is not valid JSON")
 
 
 def select_artifacts(
