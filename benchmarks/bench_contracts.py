@@ -12,16 +12,19 @@ instrumentation scope no framework rule knows, so framework detection finds noth
 each ``when:`` kind (``input_matches``, ``tool_result_matches``, ``step_present``,
 ``metadata``) on generic traces; and 2,000-span generic traces.
 Both sides load the same files, parse them up front, and are timed in their own process
-on the same parsed dicts (and again including ``json.loads`` of the text). Rounds
-alternate between the two sides, so load from other jobs on the machine hits both alike.
+on the same parsed dicts (and again including ``json.loads`` of the text). The two sides
+take turns chunk by chunk (``--chunk`` 200-span traces, or the same number of spans of
+2,000-span traces), which side goes first alternating, because a shared virtual machine's
+speed drifts by a third within a second: each pair of chunks sees the same speed.
 Each side moves its loaded inputs (100 parsed traces, ~150k container objects) out of the
 cyclic GC with ``gc.freeze()`` before timing: otherwise every full collection rescans
 them (~90 ms each, in both processes), a cost of the harness holding every trace at once
 that a CLI run reading one file at a time does not have.
-Prints medians and bests of ``--rounds`` rounds over the 100 traces and the median of the
-per-round ratios (each Canon round paired with the reference round that follows it, the
-steadiest figure on a shared machine), then the wall time of one CLI call over the 100
-files. Canon parses trace text with msgspec when it is installed (``canon-testing[fast]``);
+Prints the median and best time per trace over ``--rounds`` rounds and the median of the
+paired ratios (reference time / Canon time of the same chunk, the steadiest figure on a
+shared machine), then the wall time of one CLI call over the 100
+files. From text Canon reads as its CLI does (``normalize_trace_text``): with msgspec
+installed (``canon-testing[fast]``), plain OTLP JSON into typed structs, else into dicts;
 ``--json-parser json`` blocks it, to time the default install; the first line names the
 parser that ran.
 """
@@ -179,14 +182,15 @@ REFERENCE_TIMER = textwrap.dedent(
     raws = [json.loads(t) for t in texts]
     gc.collect()
     gc.freeze()
-    def run(parse):
+    def run(parse, low, high):
         start = time.perf_counter()
-        for text, raw in zip(texts, raws):
+        for text, raw in zip(texts[low:high], raws[low:high]):
             validate(contract, adapter.normalize(json.loads(text) if parse else raw))
         return time.perf_counter() - start
     print("ready", flush=True)
-    for line in sys.stdin:  # one round per request, so the parent can interleave the sides
-        print(run(line.strip() == "text"), flush=True)
+    for line in sys.stdin:  # one chunk per request, so the parent can interleave the sides
+        key, low, high = line.split()
+        print(run(key == "text", int(low), int(high)), flush=True)
     """
 )
 
@@ -203,10 +207,10 @@ class Reference:
         )
         assert self.process.stdout is not None and self.process.stdout.readline() == "ready\n"
 
-    def round(self, key: str) -> float:
-        """Seconds for one round over every trace (``key``: "dict" or "text")."""
+    def round(self, key: str, low: int, high: int) -> float:
+        """Seconds for traces ``low:high`` (``key``: "dict" or "text")."""
         assert self.process.stdin is not None and self.process.stdout is not None
-        self.process.stdin.write(key + "\n")
+        self.process.stdin.write(f"{key} {low} {high}\n")
         self.process.stdin.flush()
         return float(self.process.stdout.readline())
 
@@ -220,7 +224,7 @@ class Reference:
 def canon_timer(folder: Path) -> Any:
     """Canon, in this process: a function timing one round from parsed dicts or from text."""
     from canon.gates.contracts import load_contract, normalize_trace, parse_source_map, validate
-    from canon.gates.contracts.otel import parse_trace_text
+    from canon.gates.contracts.otel import normalize_trace_text
 
     contract = load_contract((folder / "contract.yaml").read_text())
     source_map = parse_source_map(json.loads((folder / "sm.json").read_text()))
@@ -231,34 +235,51 @@ def canon_timer(folder: Path) -> Any:
     gc.collect()
     gc.freeze()  # the harness's own inputs: see the module docstring
 
-    def run(key: str) -> float:
+    def run(key: str, low: int, high: int) -> float:
         start = time.perf_counter()
-        for text, raw in zip(texts, raws, strict=True):
-            trace = parse_trace_text(text, source="bench") if key == "text" else raw
-            validate(contract, normalize_trace(trace), source_map=source_map)
+        for text, raw in zip(texts[low:high], raws[low:high], strict=True):
+            # from text as the CLI reads a file: typed structs with msgspec, else dicts
+            if key == "text":
+                execution = normalize_trace_text(text, source="bench")
+            else:
+                execution = normalize_trace(raw)
+            validate(contract, execution, source_map=source_map)
         return time.perf_counter() - start
 
     return run
 
 
 def time_in_process(
-    folder: Path, rounds: int, reference_python: Path | None
+    folder: Path, rounds: int, reference_python: Path | None, chunk: int
 ) -> tuple[dict[str, list[float]], dict[str, list[float]] | None]:
-    """Rounds of both sides, alternating, so a busy machine slows both alike."""
+    """Seconds per trace of each side, chunk by chunk, the two sides taking turns.
+
+    Each round walks every trace in chunks of ``chunk``; each chunk is timed on both
+    sides, one right after the other, and which side goes first alternates. The speed
+    of a shared virtual machine drifts by a third within a second; timing short chunks
+    in pairs lets each pair see the same speed.
+    """
     canon_round = canon_timer(folder)
     reference = Reference(reference_python, folder) if reference_python else None
+    traces = len(list((folder / "traces").glob("*.json")))
+    spans = [(low, min(low + chunk, traces)) for low in range(0, traces, chunk)]
     canon: dict[str, list[float]] = {"dict": [], "text": []}
     other: dict[str, list[float]] = {"dict": [], "text": []}
     try:
         for key in ("dict", "text"):
             for _ in range(3):  # warm-up rounds, not counted: both sides start slower
-                canon_round(key)
+                canon_round(key, 0, traces)
                 if reference is not None:
-                    reference.round(key)
+                    reference.round(key, 0, traces)
+            turn = 0
             for _ in range(rounds):
-                canon[key].append(canon_round(key))
-                if reference is not None:
-                    other[key].append(reference.round(key))
+                for low, high in spans:
+                    turn += 1
+                    if reference is not None and turn % 2:
+                        other[key].append(reference.round(key, low, high) / (high - low))
+                    canon[key].append(canon_round(key, low, high) / (high - low))
+                    if reference is not None and not turn % 2:
+                        other[key].append(reference.round(key, low, high) / (high - low))
     finally:
         if reference is not None:
             reference.close()
@@ -275,11 +296,11 @@ def time_command(command: list[str], rounds: int, cwd: Path) -> list[float]:
     return times
 
 
-def _rate(times: list[float], traces: int = TRACES) -> str:
-    median, best = statistics.median(times), min(times)
+def _rate(per_trace: list[float]) -> str:
+    median, best = statistics.median(per_trace), min(per_trace)
     return (
-        f"median {traces / median:6.0f} traces/s ({median / traces * 1000:.2f} ms), "
-        f"best {traces / best:6.0f} ({best / traces * 1000:.2f} ms)"
+        f"median {1 / median:6.0f} traces/s ({median * 1000:.2f} ms), "
+        f"best {1 / best:6.0f} ({best * 1000:.2f} ms)"
     )
 
 
@@ -293,7 +314,9 @@ def write_workload(folder: Path, spans: int, traces: int, scope: str, when: str)
     (folder / "sm.json").write_text(json.dumps(SOURCE_MAP))
 
 
-def workload_table(scratch: Path, rounds: int, reference_python: Path | None, only: str) -> None:
+def workload_table(
+    scratch: Path, rounds: int, reference_python: Path | None, only: str, chunk: int
+) -> None:
     """Every workload, both sides, paired rounds; one table row per workload and input."""
     rows = []
     for name, spans, traces, scope, when in WORKLOADS:
@@ -301,13 +324,15 @@ def workload_table(scratch: Path, rounds: int, reference_python: Path | None, on
             continue
         folder = scratch / name.replace(" ", "_")
         write_workload(folder, spans, traces, scope, when)
-        canon, reference = time_in_process(folder, rounds, reference_python)
+        # the same spans per timed pair: 2,000-span traces are timed one or two at a time
+        size = max(1, chunk * SPANS // spans)
+        canon, reference = time_in_process(folder, rounds, reference_python, size)
         for key in ("dict", "text"):
-            own = statistics.median(canon[key]) / traces * 1000
+            own = statistics.median(canon[key]) * 1000
             if reference is None:
                 rows.append((name, key, own, None, None))
                 continue
-            ref = statistics.median(reference[key]) / traces * 1000
+            ref = statistics.median(reference[key]) * 1000
             paired = statistics.median(
                 r / c for r, c in zip(reference[key], canon[key], strict=True)
             )
@@ -326,6 +351,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--abc-venv", type=Path, default=Path("/tmp/abc-venv"))
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument(
+        "--chunk", type=int, default=10, help="200-span traces per timed pair (default 10)."
+    )
     parser.add_argument("--only", default="", help="Time one workload of the table only.")
     parser.add_argument("--table-only", action="store_true", help="Skip the detail and CLI.")
     parser.add_argument(
@@ -343,16 +371,16 @@ def main() -> None:
     python = args.abc_venv / "bin" / "python"
     reference_python = python if python.exists() else None
     with tempfile.TemporaryDirectory(prefix="bench-contracts-") as scratch:
-        workload_table(Path(scratch), args.rounds, reference_python, args.only)
+        workload_table(Path(scratch), args.rounds, reference_python, args.only, args.chunk)
         if args.table_only:
             return
         folder = Path(scratch) / "detail"
         write_workload(folder, SPANS, TRACES, "strands", "input_matches")
         sizes = sorted(p.stat().st_size for p in (folder / "traces").iterdir())
         print(f"{TRACES} traces x {SPANS} spans, median {sizes[len(sizes) // 2] / 1024:.0f} KB")
-        canon, reference = time_in_process(folder, args.rounds, reference_python)
+        canon, reference = time_in_process(folder, args.rounds, reference_python, args.chunk)
         for key, label in (("dict", "normalize + validate"), ("text", "incl. JSON parsing")):
-            print(f"in-process, {label}, per round of {TRACES} traces:")
+            print(f"in-process, {label}, per chunk of {args.chunk} traces:")
             print(f"  canon     {_rate(canon[key])}")
             if reference is not None:
                 print(f"  reference {_rate(reference[key])}")
@@ -365,7 +393,7 @@ def main() -> None:
                 )
                 print(
                     f"  canon speed-up: {median:.1f}x on medians, {best:.1f}x on bests, "
-                    f"{paired:.1f}x median of paired rounds"
+                    f"{paired:.1f}x median of paired chunks"
                 )
 
         # the CLI in a child process, msgspec blocked there too when it is here

@@ -38,9 +38,10 @@ def _best(label: str, step: Callable[[Any], object], items: list[Any], repeat: i
 def profile(name: str, spans: int, traces: int, scope: str, when: str, repeat: int) -> None:
     """Time every stage of one workload."""
     from canon.gates.contracts import load_contract, normalize_trace, parse_source_map, validate
-    from canon.gates.contracts.otel import normalize, parse_trace_text
+    from canon.gates.contracts.otel import normalize, normalize_trace_text, parse_trace_text
     from canon.gates.contracts.otel.jsontext import _fast_decoder, json_parser
     from canon.gates.contracts.otel.runs import run_groups
+    from canon.gates.contracts.otel.sources import SpanSources
     from canon.gates.contracts.otel.spans import collect_spans
     from canon.gates.contracts.otel.text import answer_text, request_text
     from canon.gates.contracts.otel.tree import repeated_tool_calls, top_positions
@@ -74,7 +75,7 @@ def profile(name: str, spans: int, traces: int, scope: str, when: str, repeat: i
     _best("top spans and repeated tool calls", tree, tables, repeat)
 
     def texts_of(batch: Any) -> object:
-        root = normalize._SpanSources(batch.entries).decoded(0)
+        root = SpanSources(batch.entries).decoded(0)
         return request_text(root), answer_text(root)
 
     _best("root span's request and answer", texts_of, batches, repeat)
@@ -97,10 +98,16 @@ def profile(name: str, spans: int, traces: int, scope: str, when: str, repeat: i
         repeat,
     )
     _best(
-        "whole, from text",
+        "whole, from text (dicts)",
         lambda text: validate(
             contract, normalize_trace(parse_trace_text(text)), source_map=source_map
         ),
+        texts,
+        repeat,
+    )
+    _best(
+        "whole, from text (as the CLI reads)",
+        lambda text: validate(contract, normalize_trace_text(text), source_map=source_map),
         texts,
         repeat,
     )

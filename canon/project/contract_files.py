@@ -74,28 +74,20 @@ def read_source_map(path: Path) -> dict[str, DataSource]:
 
 def read_trace(path: Path, *, metadata: Mapping[str, Any] | None = None) -> Execution:
     """Read, parse and normalize one trace file; raises ``InputError`` when it is no trace."""
-    from canon.gates.contracts.otel import normalize_trace
+    from canon.gates.contracts.otel import normalize_trace_text
 
-    raw = _parsed_trace(path)
-    return normalize_trace(raw, metadata=dict(metadata) if metadata else None, source=str(path))
+    text = read_text(path, "trace", InputError)
+    extra = dict(metadata) if metadata else None
+    return normalize_trace_text(text, metadata=extra, source=str(path))
 
 
 def read_trace_runs(path: Path, *, metadata: Mapping[str, Any] | None = None) -> list[Execution]:
     """Read a trace file or session export: one ``Execution`` per run (trace) it holds."""
-    from canon.gates.contracts.otel import normalize_traces
-
-    raw = _parsed_trace(path)
-    return normalize_traces(raw, metadata=dict(metadata) if metadata else None, source=str(path))
-
-
-def _parsed_trace(path: Path) -> object:
-    from canon.gates.contracts.otel import parse_trace_text
+    from canon.gates.contracts.otel import normalize_traces_text
 
     text = read_text(path, "trace", InputError)
-    try:
-        return parse_trace_text(text, source=str(path))
-    except ValueError as exc:  # e.g. an integer beyond CPython's digit limit
-        raise InputError(f"{path}: the trace is not valid JSON: {exc}") from None
+    extra = dict(metadata) if metadata else None
+    return normalize_traces_text(text, metadata=extra, source=str(path))
 
 
 def run_stem(stem: str, trace_id: str) -> str:

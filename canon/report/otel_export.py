@@ -128,7 +128,7 @@ def trace_links(artifacts: Sequence[Artifact]) -> tuple[dict[str, TraceLink], li
 
 
 def _execution(trace: object) -> Execution:
-    from canon.gates.contracts.otel import normalize_trace, parse_trace_text
+    from canon.gates.contracts.otel import normalize_trace, normalize_trace_text
 
     if isinstance(trace, Execution):
         return trace
@@ -137,7 +137,7 @@ def _execution(trace: object) -> Execution:
 
         return read_trace(Path(trace))
     if isinstance(trace, str):
-        return normalize_trace(parse_trace_text(trace))
+        return normalize_trace_text(trace)
     return normalize_trace(trace)
 
 

@@ -66,7 +66,9 @@ __all__ = [
     "must_precede",
     "must_retrieve_from",
     "normalize_trace",
+    "normalize_trace_text",
     "normalize_traces",
+    "normalize_traces_text",
     "parse_source_map",
     "parse_trace_text",
     "render_audit_report",
@@ -74,7 +76,14 @@ __all__ = [
     "when",
 ]
 
-_FROM_NORMALIZER = ("TraceError", "normalize_trace", "normalize_traces", "parse_trace_text")
+_FROM_NORMALIZER = (
+    "TraceError",
+    "normalize_trace",
+    "normalize_trace_text",
+    "normalize_traces",
+    "normalize_traces_text",
+    "parse_trace_text",
+)
 
 
 def __getattr__(name: str) -> Any:

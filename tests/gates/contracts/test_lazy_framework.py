@@ -42,13 +42,13 @@ def _generic_trace() -> dict[str, Any]:
 
 def _counting_detection(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     found: list[str] = []
-    real = normalize_module._framework
+    real = normalize_module.framework
 
     def counting(*args: Any) -> str:
         found.append(real(*args))
         return found[-1]
 
-    monkeypatch.setattr(normalize_module, "_framework", counting)
+    monkeypatch.setattr(normalize_module, "framework", counting)
     return found
 
 

@@ -10,8 +10,17 @@ from __future__ import annotations
 from canon.gates.contracts.otel.errors import TraceError
 from canon.gates.contracts.otel.normalize import (
     normalize_trace,
+    normalize_trace_text,
     normalize_traces,
+    normalize_traces_text,
     parse_trace_text,
 )
 
-__all__ = ["TraceError", "normalize_trace", "normalize_traces", "parse_trace_text"]
+__all__ = [
+    "TraceError",
+    "normalize_trace",
+    "normalize_trace_text",
+    "normalize_traces",
+    "normalize_traces_text",
+    "parse_trace_text",
+]

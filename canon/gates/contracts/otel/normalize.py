@@ -11,36 +11,29 @@ caller's overlay.
 
 Plain OTLP JSON spans stay parsed JSON until a step is built from them (``steps.py``);
 only the spans the request, the answer, the run id and the framework are read from are
-decoded before that.
+decoded before that (``sources.py``). From text, with msgspec installed, plain OTLP JSON
+is read into structs instead of dicts (``typed.py``), with the same results.
 """
 
 from __future__ import annotations
 
 import json
-from bisect import bisect_right
 from collections.abc import Callable, Mapping
 from functools import partial
-from itertools import chain, islice, repeat
-from operator import itemgetter, le
+from itertools import islice
+from operator import le
 from typing import Any
 
 from canon.gates.contracts.execution import NO_PAYLOAD, Execution, Step, StepColumns, StepKind
 from canon.gates.contracts.otel.attributes import KVAttributes
 from canon.gates.contracts.otel.beeai import agent_recorded_calls
 from canon.gates.contracts.otel.errors import TraceError
-from canon.gates.contracts.otel.frameworks import (
-    DETECT_KEYS,
-    NAME_MARKS,
-    STRONG_KEYS,
-    FrameworkDetector,
-    name_marks,
-    weak_mark,
-)
-from canon.gates.contracts.otel.jsontext import loads
+from canon.gates.contracts.otel.jsontext import loads, otlp_document
 from canon.gates.contracts.otel.payloads import LazyToolPayload
 from canon.gates.contracts.otel.rawspan import OtlpRun, RawSpan
 from canon.gates.contracts.otel.runs import run_groups, split_runs
-from canon.gates.contracts.otel.spans import SpanBatch, collect_spans, otlp_raw_span
+from canon.gates.contracts.otel.sources import SpanSources, framework
+from canon.gates.contracts.otel.spans import SpanBatch, collect_spans
 from canon.gates.contracts.otel.steps import (
     as_nanos,
     nanos_column,
@@ -51,13 +44,9 @@ from canon.gates.contracts.otel.steps import (
 )
 from canon.gates.contracts.otel.text import answer_text, final_output_text, request_text
 from canon.gates.contracts.otel.tree import repeated_tool_calls, root_position, top_positions
-from canon.gates.contracts.otel.values import decode_kv_list, normalize_id, to_nanos
+from canon.gates.contracts.otel.values import decode_kv_list, to_nanos
 
 _ANSWER_KINDS = frozenset({"model_call", "agent"})
-_KEY = itemgetter("key")
-_ATTRIBUTES = itemgetter("attributes")
-# attribute keys of a span, as written -> (may name a framework, the convention they name)
-_Layouts = dict[tuple[Any, ...], tuple[bool, str]]
 
 
 def parse_trace_text(text: str, *, source: str = "<trace>") -> object:
@@ -85,6 +74,43 @@ def parse_trace_text(text: str, *, source: str = "<trace>") -> object:
                     "either; expected an OTLP/Jaeger JSON export or OTLP JSON lines"
                 ) from first_error
         return documents
+    except ValueError as exc:  # an integer past CPython's digit limit for int("...")
+        raise TraceError(f"{source}: the trace is not valid JSON: {exc}") from None
+
+
+def normalize_trace_text(
+    text: str,
+    *,
+    metadata: Mapping[str, object] | None = None,
+    source: str = "<trace>",
+) -> Execution:
+    """``normalize_trace(parse_trace_text(text))``: the same execution or the same error,
+    read without building the JSON's dicts when msgspec is in use and the text is plain
+    OTLP JSON (``typed.py``)."""
+    batch = _text_batch(text, source)
+    _refuse_several_traces(batch, source)
+    return _normalize_batch(batch, metadata)
+
+
+def normalize_traces_text(
+    text: str,
+    *,
+    metadata: Mapping[str, object] | None = None,
+    source: str = "<trace>",
+) -> list[Execution]:
+    """``normalize_traces(parse_trace_text(text))``, read as ``normalize_trace_text`` reads."""
+    return _batch_runs(_text_batch(text, source), metadata)
+
+
+def _text_batch(text: str, source: str) -> SpanBatch:
+    document = otlp_document(text) if isinstance(text, str) else None
+    if document is not None:
+        from canon.gates.contracts.otel.typed import document_batch
+
+        batch = document_batch(document)  # type: ignore[arg-type]  # an OtlpDocument
+        if batch is not None:
+            return batch
+    return collect_spans(parse_trace_text(text, source=source), source=source)
 
 
 def normalize_trace(
@@ -101,7 +127,7 @@ def normalize_trace(
 
 def _normalize_batch(batch: SpanBatch, metadata: Mapping[str, object] | None) -> Execution:
     """The ``Execution`` of one run's spans."""
-    spans = _SpanSources(batch.entries)
+    spans = SpanSources(batch.entries)
     table = _table(batch.entries)
     names, kinds, statuses, span_ids, parent_ids, starts, _ = table
     if all(map(le, starts, islice(starts, 1, None))):
@@ -161,7 +187,7 @@ def _normalize_batch(batch: SpanBatch, metadata: Mapping[str, object] | None) ->
         input_text,
         output_text,
         merged,
-        partial(_framework, spans, order),
+        partial(framework, spans, order),
     )
 
 
@@ -172,7 +198,10 @@ def normalize_traces(
     source: str = "<trace>",
 ) -> list[Execution]:
     """Normalize a parsed export into one ``Execution`` per run it holds (see ``runs.py``)."""
-    batch = collect_spans(raw, source=source)
+    return _batch_runs(collect_spans(raw, source=source), metadata)
+
+
+def _batch_runs(batch: SpanBatch, metadata: Mapping[str, object] | None) -> list[Execution]:
     groups = run_groups(batch)
     if len(groups) < 2:
         return [_normalize_batch(batch, metadata)]
@@ -192,6 +221,13 @@ def _refuse_several_traces(batch: SpanBatch, source: str) -> None:
         )
 
 
+def typed_run_columns(run: OtlpRun) -> Any:
+    """``typed.run_columns`` (imported here: it imports msgspec, needed once a typed run is)."""
+    from canon.gates.contracts.otel.typed import run_columns
+
+    return run_columns(run)
+
+
 def _table(entries: list[RawSpan | OtlpRun]) -> list[list[Any]]:
     """Columns of every span in file order: step name, kind, status, span id, parent id,
     start, and the origin a whole step is built from (an OTLP span, or a ready ``Step``)."""
@@ -205,7 +241,7 @@ def _table(entries: list[RawSpan | OtlpRun]) -> list[list[Any]]:
     only_runs = all(isinstance(entry, OtlpRun) for entry in entries)
     for entry in entries:
         if isinstance(entry, OtlpRun):
-            run = otlp_columns(entry)
+            run = typed_run_columns(entry) if entry.typed else otlp_columns(entry)
             names += run.names
             kinds += run.kinds
             statuses += run.statuses
@@ -241,6 +277,8 @@ def _attributes(table: list[list[Any]], position: int) -> Mapping[str, Any]:
     origin = table[6][position]
     if isinstance(origin, Step):
         return origin.attributes
+    if origin.__class__ is not dict:
+        origin = origin.as_dict()  # a typed span: its JSON
     items = origin.get("attributes")
     return KVAttributes(items) if items.__class__ is list else decode_kv_list(items)
 
@@ -283,136 +321,6 @@ def _step_at(table: list[list[Any]], position: int) -> Step:
     )
 
 
-class _SpanSources:
-    """The spans behind the steps, by file position; OTLP JSON ones decode on request."""
-
-    __slots__ = ("_decoded", "_run_starts", "_runs")
-
-    def __init__(self, entries: list[RawSpan | OtlpRun]) -> None:
-        self._runs = [entry for entry in entries if isinstance(entry, OtlpRun)]
-        self._run_starts = [run.first_position for run in self._runs]
-        self._decoded = {entry.position: entry for entry in entries if isinstance(entry, RawSpan)}
-
-    @property
-    def runs(self) -> list[OtlpRun]:
-        """The runs of plain OTLP spans, in file order."""
-        return self._runs
-
-    @property
-    def decoded_spans(self) -> int:
-        """How many spans were decoded while reading (not plain OTLP JSON)."""
-        return len(self._decoded)
-
-    def _locate(self, position: int) -> tuple[OtlpRun | None, int]:
-        """The run holding ``position`` and the offset in it, or ``(None, position)``."""
-        at = bisect_right(self._run_starts, position) - 1
-        if at >= 0:
-            run = self._runs[at]
-            offset = position - run.first_position
-            if offset < len(run.spans):
-                return run, offset
-        return None, position
-
-    def decoded(self, position: int) -> RawSpan:
-        """The span at file ``position``, fully decoded."""
-        run, offset = self._locate(position)
-        if run is not None:
-            return otlp_raw_span(run.spans[offset], run.scope, position)
-        return self._decoded[position]
-
-    def observe(self, position: int, detector: FrameworkDetector, layouts: _Layouts) -> None:
-        """Show the span at file ``position`` to ``detector``, decoding only what it needs.
-
-        A plain OTLP span whose scope, name and attribute keys cannot name a framework
-        (only a convention) is passed by its keys alone; its layout of keys is looked at
-        once per file.
-        """
-        run, offset = self._locate(position)
-        if run is None:
-            span = self._decoded[position]
-            detector.observe(span.name, span.scope, span.attributes)
-            return
-        span_json = run.spans[offset]
-        name = span_json.get("name")
-        name = name if isinstance(name, str) else ""
-        items = span_json.get("attributes")
-        if items.__class__ is list and not detector.scope_hint(run.scope) and not name_marks(name):
-            try:
-                keys = tuple(map(_KEY, items))
-                found = layouts.get(keys)
-                if found is None:
-                    present = set(keys)
-                    found = layouts[keys] = (
-                        not STRONG_KEYS.isdisjoint(present),
-                        weak_mark(present),
-                    )
-            except (TypeError, KeyError):
-                found = (True, "")  # a malformed list: the careful reading below
-            if not found[0]:
-                if found[1]:
-                    detector.observe_weak(found[1])
-                return
-        attrs = (
-            KVAttributes(items).subset(DETECT_KEYS)
-            if items.__class__ is list
-            else decode_kv_list(items)
-        )
-        detector.observe(name, run.scope, attrs)
-
-    def trace_id(self, position: int) -> str:
-        """The trace id of the span at file ``position``."""
-        run, offset = self._locate(position)
-        if run is None:
-            return self.decoded(position).trace_id
-        return normalize_id(run.spans[offset].get("traceId"), 32)
-
-
-def _framework(spans: _SpanSources, order: list[int]) -> str:
-    detector = FrameworkDetector()
-    flat = _conventions_only(spans, detector)
-    if flat is not None:
-        # no span can name a framework: the convention of the earliest span that has one
-        for original in order:
-            mark = weak_mark(set(map(_KEY, flat[original]["attributes"])))
-            if mark:
-                return mark
-        return detector.result()
-    layouts: _Layouts = {}
-    for original in order:
-        spans.observe(original, detector, layouts)
-        if detector.done:
-            break
-    return detector.result()
-
-
-def _conventions_only(
-    spans: _SpanSources, detector: FrameworkDetector
-) -> list[dict[str, Any]] | None:
-    """Every span in file order, when no span can name a framework; else None.
-
-    That is a file of plain OTLP runs whose scopes, span names and attribute keys hold no
-    framework mark (generic GenAI traces), checked with C-level passes over whole runs.
-    """
-    if spans.decoded_spans:
-        return None
-    flat: list[dict[str, Any]] = []
-    for run in spans.runs:
-        if detector.scope_hint(run.scope):
-            return None
-        names: list[Any] = list(map(dict.get, run.spans, repeat("name")))
-        try:
-            joined = "\x00" + "\x00".join(names) + "\x00"
-            keys = set(map(_KEY, chain.from_iterable(map(_ATTRIBUTES, run.spans))))
-        except (TypeError, KeyError):
-            return None  # a name that is not text, a span without a list: the careful road
-        if "[any_agent]\x00" in joined or "\x00claude_code." in joined:
-            return None
-        if not NAME_MARKS.isdisjoint(names) or not STRONG_KEYS.isdisjoint(keys):
-            return None
-        flat += run.spans
-    return flat
-
-
 def _safe(read: Callable[[RawSpan], str | None], span: RawSpan) -> str | None:
     try:
         return read(span)
@@ -420,7 +328,7 @@ def _safe(read: Callable[[RawSpan], str | None], span: RawSpan) -> str | None:
         return None
 
 
-def _execution_id(spans: _SpanSources, order: list[int], root_at: int, span_ids: list[str]) -> str:
+def _execution_id(spans: SpanSources, order: list[int], root_at: int, span_ids: list[str]) -> str:
     trace_id = spans.trace_id(order[root_at])
     if trace_id:
         return trace_id

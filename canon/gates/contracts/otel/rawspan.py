@@ -36,12 +36,14 @@ class OtlpRun(NamedTuple):
     """Consecutive OTLP JSON spans of one scope, left as parsed JSON until someone reads them.
 
     Their ids, start times and names, read while telling them apart from other shapes,
-    are kept as written, one list each.
+    are kept as written, one list each. Read from text with msgspec, the spans are
+    ``typed.OtlpSpan`` structs (``typed``); ``as_dict`` gives any of them as JSON.
     """
 
     scope: str
-    spans: list[dict[str, Any]]  # each has "spanId", "startTimeUnixNano" and "name"
+    spans: list[Any]  # JSON objects (or structs) with "spanId", "startTimeUnixNano", "name"
     first_position: int
     span_ids: list[Any]
     starts: list[Any]
     names: list[Any]
+    typed: bool = False  # spans are ``typed.OtlpSpan`` structs, not dicts

@@ -22,7 +22,12 @@ def trace_ids(entries: list[RawSpan | OtlpRun]) -> list[str]:
     for entry in entries:
         if isinstance(entry, OtlpRun):
             try:
-                values = list(map(dict.get, entry.spans, repeat("traceId")))
+                if entry.typed:
+                    from canon.gates.contracts.otel.typed import field_column
+
+                    values = field_column(entry.spans, "traceId")
+                else:
+                    values = list(map(dict.get, entry.spans, repeat("traceId")))
                 # one id, the usual run: compared, not hashed
                 one = values.count(values[0]) == len(values)
                 raw = dict.fromkeys(values[:1] if one else values)

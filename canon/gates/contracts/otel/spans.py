@@ -389,8 +389,10 @@ def _no_spans(raw: object, collector: _Collector) -> str:
     )
 
 
-def otlp_raw_span(span: dict[str, Any], scope: str, position: int) -> RawSpan:
+def otlp_raw_span(span: Any, scope: str, position: int) -> RawSpan:
     """Decode one OTLP JSON span (it has ``spanId`` and ``startTimeUnixNano``)."""
+    if span.__class__ is not dict:
+        span = span.as_dict()  # a typed span: its JSON
     name = span.get("name")
     events = span.get("events")
     # tuple.__new__ skips the NamedTuple constructor's Python-level wrapper

@@ -88,7 +88,7 @@ def step_from_raw(span: RawSpan) -> Step:
 
 
 def otlp_step(
-    span: dict[str, Any],
+    span: Any,
     name: str,
     kind: StepKind,
     span_id: str,
@@ -100,6 +100,8 @@ def otlp_step(
 
     ``start`` is in nanoseconds, or still the digit string ``start_column`` kept.
     """
+    if span.__class__ is not dict:
+        span = span.as_dict()  # a typed span: its JSON
     items = span.get("attributes")
     attrs = KVAttributes(items) if items.__class__ is list else decode_kv_list(items)
     end = to_nanos(span.get("endTimeUnixNano"))

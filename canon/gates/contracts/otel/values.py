@@ -25,10 +25,26 @@ _BASE64_WIDTHS = {12: 8, 24: 16}
 _JSON_STARTS = frozenset('{["-0123456789tfn')
 
 
+# stringValue, then intValue: the two decode_kv_list looks for before anything else
+_TAG_PRECEDENCE = (
+    "stringValue",
+    "intValue",
+    "doubleValue",
+    "boolValue",
+    "bytesValue",
+    "arrayValue",
+    "kvlistValue",
+)
+
+
 def decode_any_value(value: object) -> Any:
     """Decode one OTLP ``AnyValue`` object (``{"stringValue": ...}`` etc.) to a Python value."""
     if not isinstance(value, dict):
         return value
+    if len(value) > 1:
+        # OTLP allows one tag; of several, the same one wins whatever order they are in
+        tag = next((tag for tag in _TAG_PRECEDENCE if tag in value), next(iter(value)))
+        value = {tag: value[tag]}
     for tag, raw in value.items():
         if tag == "stringValue":
             return raw

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import math
 import subprocess
@@ -168,3 +170,27 @@ def test_a_cli_run_without_msgspec_reads_traces_the_same(tmp_path: Path) -> None
     ]
     assert [run[0] for run in runs] == ["json", "msgspec"]
     assert runs[0][1:] == runs[1][1:] and runs[0][1]
+
+
+@pytest.mark.parametrize("text", ['{"spans": [{"name": "a"}]}', "{", "[" * 5000 + "]" * 5000])
+@pytest.mark.parametrize("collector_on", [True, False])
+def test_the_collector_is_paused_for_the_parse_and_left_as_it_was(
+    parser: str, text: str, collector_on: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seen: list[bool] = []
+    decide = jsontext._parse
+
+    def watched(source: str) -> object:
+        seen.append(gc.isenabled())
+        return decide(source)
+
+    monkeypatch.setattr(jsontext, "_parse", watched)
+    was_on = gc.isenabled()
+    (gc.enable if collector_on else gc.disable)()
+    try:
+        with contextlib.suppress(ValueError, RecursionError):  # bad JSON: still put back
+            jsontext.loads(text)
+        assert seen == [False]  # off while the parse ran
+        assert gc.isenabled() is collector_on
+    finally:
+        (gc.enable if was_on else gc.disable)()
