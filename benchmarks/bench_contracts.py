@@ -15,7 +15,8 @@ Both sides load the same files, parse them up front, and are timed in their own 
 on the same parsed dicts (and again including ``json.loads`` of the text). The two sides
 take turns chunk by chunk (``--chunk`` 200-span traces, or the same number of spans of
 2,000-span traces), which side goes first alternating, because a shared virtual machine's
-speed drifts by a third within a second: each pair of chunks sees the same speed.
+speed drifts by a third within a second: each pair of chunks sees the same speed. Both
+sides run on one CPU (``--cpu``), since one core can be slower than the other for a while.
 Each side moves its loaded inputs (100 parsed traces, ~150k container objects) out of the
 cyclic GC with ``gc.freeze()`` before timing: otherwise every full collection rescans
 them (~90 ms each, in both processes), a cost of the harness holding every trace at once
@@ -24,9 +25,9 @@ Prints the median and best time per trace over ``--rounds`` rounds and the media
 paired ratios (reference time / Canon time of the same chunk, the steadiest figure on a
 shared machine), then the wall time of one CLI call over the 100
 files. From text Canon reads as its CLI does (``normalize_trace_text``): with msgspec
-installed (``canon-testing[fast]``), plain OTLP JSON into typed structs, else into dicts;
-``--json-parser json`` blocks it, to time the default install; the first line names the
-parser that ran.
+(a dependency), plain OTLP JSON into typed structs, else into dicts; ``--json-parser json``
+blocks msgspec, to time Canon where it cannot be imported; the first line names the parser
+that ran.
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -354,13 +356,19 @@ def main() -> None:
     parser.add_argument(
         "--chunk", type=int, default=10, help="200-span traces per timed pair (default 10)."
     )
+    parser.add_argument(
+        "--cpu",
+        type=int,
+        default=None,
+        help="The CPU both sides run on (default: the first this process may use; -1: any).",
+    )
     parser.add_argument("--only", default="", help="Time one workload of the table only.")
     parser.add_argument("--table-only", action="store_true", help="Skip the detail and CLI.")
     parser.add_argument(
         "--json-parser",
         choices=("auto", "json"),
         default="auto",
-        help="auto: msgspec when installed; json: block msgspec (the default install).",
+        help="auto: msgspec when importable; json: block msgspec (the fallback road).",
     )
     args = parser.parse_args()
     if args.json_parser == "json":
@@ -368,6 +376,12 @@ def main() -> None:
     from canon.gates.contracts.otel.jsontext import json_parser
 
     print(f"Canon's trace JSON parser: {json_parser()}")
+    if args.cpu != -1 and hasattr(os, "sched_setaffinity"):
+        # one CPU for both sides (the reference's process inherits it): on a shared
+        # virtual machine one core can run slower than the other for seconds at a time
+        cpu = min(os.sched_getaffinity(0)) if args.cpu is None else args.cpu
+        os.sched_setaffinity(0, {cpu})
+        print(f"both sides pinned to CPU {cpu}")
     python = args.abc_venv / "bin" / "python"
     reference_python = python if python.exists() else None
     with tempfile.TemporaryDirectory(prefix="bench-contracts-") as scratch:

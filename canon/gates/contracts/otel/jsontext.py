@@ -1,6 +1,6 @@
 """JSON text of trace files, parsed by msgspec when it is installed, else by ``json``.
 
-msgspec (the ``canon-testing[fast]`` extra) parses a trace export about twice as fast as
+msgspec (a dependency) parses a trace export about twice as fast as
 the standard library, which is most of the time a trace file takes to check. What it
 accepts it reads as ``json.loads`` does (integers of any size stay integers, the last of
 duplicate keys wins); what it refuses (``NaN``, a lone surrogate escape, nesting too deep
@@ -21,7 +21,7 @@ from importlib.metadata import PackageNotFoundError, version
 def _fast_decoder() -> Callable[[str], object] | None:
     """msgspec's JSON decoder, or None when msgspec is not installed."""
     try:
-        import msgspec  # optional (canon-testing[fast]), imported here only
+        import msgspec  # imported here only; where it cannot be imported, json parses
     except ImportError:
         return None
     decode: Callable[[str], object] = msgspec.json.Decoder().decode
