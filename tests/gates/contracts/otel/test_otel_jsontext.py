@@ -17,13 +17,9 @@ from hypothesis import strategies as st
 
 from canon.gates.contracts.otel import TraceError, jsontext, parse_trace_text
 
-TESTS = Path(__file__).resolve().parents[3]
-CORPUS_FILES = sorted(
-    path
-    for folder in ("real-traces", "traces", "backends")
-    for path in (TESTS / "corpus" / folder).rglob("*")
-    if path.suffix in (".json", ".jsonl")
-)
+from support.corpus import TESTS, TRACE_FILES
+
+CORPUS_FILES = TRACE_FILES
 BIG = 2**80 + 7
 # JSON the standard library reads that msgspec reads differently or refuses
 ODD_DOCUMENTS = (

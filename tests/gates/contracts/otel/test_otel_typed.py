@@ -24,13 +24,9 @@ from canon.gates.contracts.otel import (
 )
 from canon.gates.contracts.otel.typed import OtlpDocument, decode_document, document_batch
 
-TESTS = Path(__file__).resolve().parents[3]
-CORPUS_FILES = sorted(
-    path
-    for folder in ("real-traces", "traces", "backends")
-    for path in (TESTS / "corpus" / folder).rglob("*")
-    if path.suffix in (".json", ".jsonl")
-)
+from support.corpus import TESTS, TRACE_FILES
+
+CORPUS_FILES = TRACE_FILES
 CONTRACT = load_contract(
     {
         "name": "typed-road",
