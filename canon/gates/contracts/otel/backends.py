@@ -27,6 +27,8 @@ from canon.gates.contracts.otel.values import decode_status, normalize_id, to_na
 _new_span = tuple.__new__
 # Datadog names its LLM integrations' spans by product ("CrewAI Tool", "Pydantic Agent").
 _DATADOG_PRODUCTS = {"crewai": "crewai", "pydantic": "pydantic_ai"}
+_HEX = frozenset("0123456789abcdef")
+_NO_HIGH_BITS = "0" * 16  # a 64-bit trace id written as 32 hex digits
 
 
 def is_langfuse(raw: dict[str, Any]) -> bool:
@@ -141,6 +143,36 @@ def datadog_span(item: dict[str, Any]) -> tuple[RawSpan, dict[str, Any]]:
         ),
         resource,
     )
+
+
+def widen_datadog_trace_ids(entries: list[Any], datadog: set[int]) -> list[Any]:
+    """The Datadog spans (file positions ``datadog``) with 128-bit trace ids where known.
+
+    A Datadog span's ``trace_id`` is the low 64 bits of its trace id; the first span of a
+    trace carries the high 64 bits as ``_dd.p.tid`` (16 hex digits). Joined they are the
+    W3C trace id the rest of the stack (OpenTelemetry, the Datadog UI) shows, so a verdict
+    written back as an event lands on the trace it judged.
+    """
+    high: dict[str, str] = {}
+    for entry in entries:
+        if entry.__class__ is RawSpan and entry.position in datadog:
+            tid = entry.attributes.get("_dd.p.tid")
+            if (
+                isinstance(tid, str)
+                and len(tid) == 16
+                and tid.isascii()
+                and all(digit in _HEX for digit in tid.lower())
+                and entry.trace_id.startswith(_NO_HIGH_BITS)
+            ):
+                high.setdefault(entry.trace_id, tid.lower())
+    if not high:
+        return entries
+    return [
+        entry._replace(trace_id=high[entry.trace_id] + entry.trace_id[16:])
+        if entry.__class__ is RawSpan and entry.position in datadog and entry.trace_id in high
+        else entry
+        for entry in entries
+    ]
 
 
 def _datadog_number(raw: object) -> object:

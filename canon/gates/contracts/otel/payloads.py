@@ -22,8 +22,7 @@ from typing import Any
 
 from canon.gates.contracts.execution import StepPayload
 from canon.gates.contracts.otel.rawspan import RawEvent
-from canon.gates.contracts.otel.spans import otlp_events
-from canon.gates.contracts.otel.values import parse_json_text
+from canon.gates.contracts.otel.values import otlp_events, parse_json_text
 
 _ARGUMENT_KEYS = (
     "gen_ai.tool.call.arguments",

@@ -19,6 +19,7 @@ from canon.gates.contracts.otel.backends import (
     is_langfuse,
     is_zipkin_span,
     langfuse_spans,
+    widen_datadog_trace_ids,
     zipkin_span,
 )
 from canon.gates.contracts.otel.errors import TraceError
@@ -30,7 +31,7 @@ from canon.gates.contracts.otel.logs import (
     log_event,
     otlp_log_records,
 )
-from canon.gates.contracts.otel.rawspan import OtlpRun, RawEvent, RawSpan
+from canon.gates.contracts.otel.rawspan import OtlpRun, RawSpan
 from canon.gates.contracts.otel.shapes import (
     json_object,
     process_attributes,
@@ -40,6 +41,7 @@ from canon.gates.contracts.otel.values import (
     decode_kv_list,
     decode_status,
     normalize_id,
+    otlp_events,
     to_nanos,
 )
 
@@ -112,6 +114,7 @@ class _Collector:
         self.log_records = 0
         self.logs: list[LogEvent] = []
         self.metrics = 0
+        self.datadog: set[int] = set()  # file positions of Datadog spans
 
     def fail(self, found: str) -> TraceError:
         return TraceError(
@@ -290,6 +293,7 @@ class _Collector:
         """Read a Datadog or Zipkin span; False when ``item`` is neither."""
         if is_datadog_span(item):
             span, resource = datadog_span(item)
+            self.datadog.add(self.count)
         elif is_zipkin_span(item):
             span, resource = zipkin_span(item)
         else:
@@ -353,6 +357,8 @@ def collect_spans(raw: object, *, source: str) -> SpanBatch:
     if not collector.count:
         raise TraceError(f"{source}: the trace holds no spans: {_no_spans(raw, collector)}")
     entries = collector.entries
+    if collector.datadog:
+        entries = widen_datadog_trace_ids(entries, collector.datadog)
     unjoined = 0
     if collector.logs:
         spans, unjoined = join_events(SpanBatch(entries, {}).spans, collector.logs)
@@ -437,14 +443,3 @@ def _text(value: object) -> str:
 def _type_name(value: object) -> str:
     names = {dict: "JSON object", list: "JSON array", str: "string", bool: "boolean"}
     return "null" if value is None else names.get(type(value), type(value).__name__)
-
-
-def otlp_events(events: object) -> tuple[RawEvent, ...]:
-    """Decode a span's OTLP ``events`` list."""
-    if not isinstance(events, list):
-        return ()
-    return tuple(
-        RawEvent(_text(event.get("name")), decode_kv_list(event.get("attributes")))
-        for event in events
-        if isinstance(event, dict)
-    )

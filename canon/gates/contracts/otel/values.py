@@ -13,6 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from canon.gates.contracts.execution import StepStatus
+from canon.gates.contracts.otel.rawspan import RawEvent
 
 _ZERO_IDS = frozenset({"", "0", "0000000000000000", "00000000000000000000000000000000"})
 _HEX_DIGITS = frozenset("0123456789abcdef")
@@ -297,3 +298,17 @@ def parse_json_text(value: object) -> Any:
         return json.loads(text)
     except (ValueError, RecursionError):
         return value
+
+
+def otlp_events(events: object) -> tuple[RawEvent, ...]:
+    """Decode a span's OTLP ``events`` list."""
+    if not isinstance(events, list):
+        return ()
+    return tuple(
+        RawEvent(
+            name if isinstance(name := event.get("name"), str) else "",
+            decode_kv_list(event.get("attributes")),
+        )
+        for event in events
+        if isinstance(event, dict)
+    )

@@ -428,3 +428,31 @@ def test_malformed_log_containers_are_skipped_not_fatal() -> None:
     odd = {"resourceLogs": [3, {"scopeLogs": "x"}, {"scopeLogs": [{"logRecords": [None, 5]}]}]}
     execution = normalize_trace([{"sessionSpans": [span]}, odd])
     assert execution.step_names() == (span["name"],)
+
+
+def test_datadog_trace_ids_are_128_bits_where_the_first_span_carries_the_high_half() -> None:
+    from canon.gates.contracts.otel import normalize_traces
+
+    traces = _json(BACKENDS / "datadog/ddtrace_js_genkit_live_capture.trimmed.json")
+    runs = normalize_traces(traces)
+    # _dd.p.tid on each trace's first span + the 64-bit trace_id, as the W3C id is written
+    assert sorted(run.execution_id for run in runs) == [
+        "6a55a09a00000000020d73f240356ebf",  # trace_id 147901847069617855
+        "6a55a09a000000007e8d16c7cb7ed632",  # trace_id 9118969867863512626
+    ]
+    for payload in traces:  # agent payloads, each a list of traces of spans
+        for trace in payload:
+            for span in trace:
+                span.get("meta", {}).pop("_dd.p.tid", None)
+    assert sorted(run.execution_id for run in normalize_traces(traces)) == [
+        "0000000000000000020d73f240356ebf",
+        "00000000000000007e8d16c7cb7ed632",
+    ]
+
+
+@pytest.mark.parametrize("tid", ["6a55a09a", "6a55a09a0000000g", 7, "6A55A09A00000000"])
+def test_a_datadog_high_half_that_is_not_16_hex_digits_is_not_used(tid: object) -> None:
+    traces = _json(BACKENDS / "datadog/crewai_test_crew_with_tool.json")
+    traces[0][0]["meta"]["_dd.p.tid"] = tid
+    expected = "6a55a09a000000000000000000000000" if tid == "6A55A09A00000000" else "0" * 32
+    assert normalize_trace(traces).execution_id == expected
