@@ -80,12 +80,12 @@ def contract_gate(spec: ContractSpec) -> ArtifactGate:
 
 def _parsed_trace(trace: Any) -> Any:
     # A suite names trace files; a test may hand over a path, JSON text or parsed JSON.
-    from canon.gates.contracts import parse_trace_text
+    from canon.gates.contracts import normalize_trace_text
 
     if isinstance(trace, os.PathLike):
         from canon.project.contract_files import read_trace
 
         return read_trace(Path(trace))  # normalized here, so its errors name the file
     if isinstance(trace, str):
-        return parse_trace_text(trace)
+        return normalize_trace_text(trace)  # as a file's text is read
     return trace

@@ -61,18 +61,18 @@ def _parse(text: str) -> object:
     return json.loads(text)
 
 
-def _document_decoder() -> Callable[[str], object] | None:
-    """``typed.decode_document`` when msgspec is in use, else None."""
+def _document_decoder() -> Callable[[str], list[object] | None] | None:
+    """``typed.decode_documents`` when msgspec is in use, else None."""
     if _fast_decoder() is None:  # not cached itself: blocking msgspec blocks this too
         return None
-    from canon.gates.contracts.otel.typed import decode_document  # imports msgspec
+    from canon.gates.contracts.otel.typed import decode_documents  # imports msgspec
 
-    return decode_document
+    return decode_documents  # type: ignore[return-value]  # of OtlpDocument
 
 
-def otlp_document(text: str) -> object | None:
-    """``text`` as a ``typed.OtlpDocument`` when msgspec is in use and the text is plain
-    OTLP JSON spans, else None (parse it with ``loads``)."""
+def otlp_documents(text: str) -> list[object] | None:
+    """``text`` as ``typed.OtlpDocument`` structs (one, or one per JSON line) when msgspec
+    is in use and the text is plain OTLP JSON spans, else None (parse it with ``loads``)."""
     decode = _document_decoder()
     if decode is None:
         return None

@@ -28,7 +28,7 @@ from canon.gates.contracts.execution import NO_PAYLOAD, Execution, Step, StepCol
 from canon.gates.contracts.otel.attributes import KVAttributes
 from canon.gates.contracts.otel.beeai import agent_recorded_calls
 from canon.gates.contracts.otel.errors import TraceError
-from canon.gates.contracts.otel.jsontext import loads, otlp_document
+from canon.gates.contracts.otel.jsontext import loads, otlp_documents
 from canon.gates.contracts.otel.payloads import LazyToolPayload
 from canon.gates.contracts.otel.rawspan import OtlpRun, RawSpan
 from canon.gates.contracts.otel.runs import run_groups, split_runs
@@ -103,11 +103,11 @@ def normalize_traces_text(
 
 
 def _text_batch(text: str, source: str) -> SpanBatch:
-    document = otlp_document(text) if isinstance(text, str) else None
-    if document is not None:
+    documents = otlp_documents(text) if isinstance(text, str) else None
+    if documents is not None:
         from canon.gates.contracts.otel.typed import document_batch
 
-        batch = document_batch(document)  # type: ignore[arg-type]  # an OtlpDocument
+        batch = document_batch(documents)  # type: ignore[arg-type]  # of OtlpDocument
         if batch is not None:
             return batch
     return collect_spans(parse_trace_text(text, source=source), source=source)

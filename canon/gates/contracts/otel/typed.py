@@ -9,7 +9,7 @@ spans (a log record, an unknown field, an attribute key that is not text, a valu
 OTLP does not have) is not read here at all: it goes the ``dict`` road, as before. What
 is read here reads exactly as there: ``as_dict`` gives the JSON a span was parsed from
 (keys in OTLP's order), and the columns below follow ``steps.otlp_columns`` rule by
-rule. This module imports msgspec; ``jsontext.otlp_document`` imports it only when
+rule. This module imports msgspec; ``jsontext.otlp_documents`` imports it only when
 msgspec is installed.
 """
 
@@ -142,13 +142,30 @@ def decode_document(text: str) -> OtlpDocument | None:
         return None
 
 
-def document_batch(document: OtlpDocument) -> SpanBatch | None:
-    """The spans of ``document`` as ``collect_spans`` collects them, or None when a span
+def decode_documents(text: str) -> list[OtlpDocument] | None:
+    """``text`` as one OTLP JSON document or as OTLP JSON lines (a Collector file export),
+    split as ``parse_trace_text`` splits them; None unless every line is plain OTLP."""
+    document = decode_document(text)
+    if document is not None:
+        return [document]
+    documents = []
+    for line in text.splitlines() if "\n" in text.strip() else ():
+        if line.strip():
+            document = decode_document(line)
+            if document is None:
+                return None  # the first line of a file that is not JSON lines ends it here
+            documents.append(document)
+    return documents or None
+
+
+def document_batch(documents: list[OtlpDocument]) -> SpanBatch | None:
+    """The spans of ``documents`` as ``collect_spans`` collects them, or None when a span
     lacks an id, a start time or a name, or there are none (the ``dict`` road reads it)."""
     entries: list[Any] = []
     resource: dict[str, Any] = {}
     count = 0
-    for block in document.resourceSpans:
+    blocks = chain.from_iterable(document.resourceSpans for document in documents)
+    for block in blocks:
         if isinstance(block.resource, dict):
             resource.update(decode_kv_list(block.resource.get("attributes")))
         if block.scopeSpans is UNSET:

@@ -22,7 +22,7 @@ from canon.gates.contracts.otel import (
     normalize_traces_text,
     parse_trace_text,
 )
-from canon.gates.contracts.otel.typed import OtlpDocument, decode_document, document_batch
+from canon.gates.contracts.otel.typed import OtlpDocument, decode_documents, document_batch
 
 from support.corpus import TESTS, TRACE_FILES
 
@@ -80,8 +80,8 @@ def _same_both_roads(text: str) -> None:
 
 
 def _typed(text: str) -> bool:
-    document = decode_document(text)
-    return document is not None and document_batch(document) is not None
+    documents = decode_documents(text)
+    return documents is not None and document_batch(documents) is not None
 
 
 @pytest.mark.parametrize("path", CORPUS_FILES, ids=lambda p: str(p.relative_to(TESTS)))
@@ -90,11 +90,15 @@ def test_every_corpus_file_reads_the_same_on_both_roads(path: Path) -> None:
 
 
 def _plain_otlp(text: str) -> bool:
+    """One OTLP document, or JSON lines of them (as the Collector's file exporter writes)."""
     try:
-        document = json.loads(text)
+        documents = [json.loads(text)]
     except ValueError:
-        return False
-    return isinstance(document, dict) and list(document) == ["resourceSpans"]
+        try:
+            documents = [json.loads(line) for line in text.splitlines() if line.strip()]
+        except ValueError:
+            return False
+    return all(isinstance(d, dict) and list(d) == ["resourceSpans"] for d in documents)
 
 
 def test_the_typed_road_takes_every_plain_otlp_file_of_the_corpus() -> None:
@@ -295,7 +299,7 @@ def test_without_msgspec_the_dict_road_reads_text(monkeypatch: pytest.MonkeyPatc
     jsontext._fast_decoder.cache_clear()
     monkeypatch.setitem(sys.modules, "msgspec", None)
     try:
-        assert jsontext.otlp_document(text) is None
+        assert jsontext.otlp_documents(text) is None
         assert _view(normalize_trace_text(text)) == typed
     finally:
         jsontext._fast_decoder.cache_clear()
@@ -303,7 +307,9 @@ def test_without_msgspec_the_dict_road_reads_text(monkeypatch: pytest.MonkeyPatc
 
 def test_the_typed_document_is_what_the_text_holds() -> None:
     text = json.dumps(_document([_span(i) for i in range(3)]))
-    document = jsontext.otlp_document(text)
+    documents = jsontext.otlp_documents(text)
+    assert documents is not None and len(documents) == 1
+    document = documents[0]
     assert isinstance(document, OtlpDocument)
     span = document.resourceSpans[0].scopeSpans[0].spans[1]  # type: ignore[index]
     assert span.as_dict() == json.loads(text)["resourceSpans"][0]["scopeSpans"][0]["spans"][1]
@@ -325,3 +331,37 @@ def test_an_integer_past_the_digit_limit_is_a_trace_error_naming_the_file(tmp_pa
     )
     assert result.exit_code == 2, result.output
     assert f"{trace}: the trace is not valid JSON" in result.output
+
+
+def _lines(*documents: dict[str, Any]) -> str:
+    return "\n".join(json.dumps(document) for document in documents) + "\n"
+
+
+def test_otlp_json_lines_read_the_same_on_both_roads() -> None:
+    first = _document([_span(i) for i in range(3)], scope={"name": "first"})
+    second = _document([_span(i + 10) for i in range(2)], scope={"name": "second"})
+    second["resourceSpans"][0]["resource"]["attributes"] = [
+        {"key": "service.name", "value": {"stringValue": "later wins"}}
+    ]
+    text = _lines(first, second)
+    assert _typed(text)
+    assert normalize_trace_text(text).metadata["service.name"] == "later wins"
+    _same_both_roads(text)
+    _same_both_roads("\n\n" + text.replace("\n", "\r\n") + "\n  \n")
+
+
+@pytest.mark.parametrize(
+    "last",
+    [
+        '{"resourceLogs": []}',
+        '{"resourceSpans": [{"scopeSpans": [{"spans": [{"name": "x"}]}]}]}',
+        "not json",
+        '{"resourceSpans": []}',
+        "[1, 2]",
+    ],
+    ids=["logs", "no ids", "not json", "no spans", "an array"],
+)
+def test_json_lines_with_an_odd_line_go_the_dict_road(last: str) -> None:
+    text = _lines(_document([_span(i) for i in range(3)])) + last + "\n"
+    assert not _typed(text) or last == '{"resourceSpans": []}'
+    _same_both_roads(text)
