@@ -46,7 +46,7 @@ def test_datadog_dd_trace_js_genkit_capture() -> None:
     workflow, failing = normalize_traces(_json(GENKIT), source="genkit.json")
     assert workflow.framework == "genkit"
     # the decimal uint64 id in hex: the low half of the span's own llmobs_trace_id tag
-    assert workflow.execution_id == "00000000000000007e8d16c7cb7ed632"
+    assert workflow.execution_id == "6a55a09a000000007e8d16c7cb7ed632"  # _dd.p.tid + trace_id
     assert [(step.kind, step.name) for step in workflow.steps] == [
         ("agent", "genkit.workflow"),
         ("custom", "genkit.workflow"),
@@ -278,6 +278,6 @@ def test_contract_run_gives_the_genkit_capture_one_verdict_per_trace(tmp_path: P
     result = CliRunner().invoke(contract, args, catch_exceptions=False)
     records = json.loads(result.stdout)["records"]
     assert [(r["trace_id"], r["verdict"]["status"]) for r in records] == [
-        ("00000000000000007e8d16c7cb7ed632", "pass"),
-        ("0000000000000000020d73f240356ebf", "fail"),  # failingTool's run calls no lookupWeather
+        ("6a55a09a000000007e8d16c7cb7ed632", "pass"),
+        ("6a55a09a00000000020d73f240356ebf", "fail"),  # failingTool's run calls no lookupWeather
     ]
