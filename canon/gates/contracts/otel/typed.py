@@ -26,6 +26,8 @@ from msgspec import UNSET, Struct, UnsetType
 from canon.gates.contracts.execution import StepKind, StepStatus
 from canon.gates.contracts.otel.rawspan import OtlpRun
 from canon.gates.contracts.otel.spans import SpanBatch
+
+# the rules and tables of steps.otlp_columns, which run_columns follows for structs
 from canon.gates.contracts.otel.steps import (
     _INT_STATUS,
     _KIND_OF_OPERATION,
@@ -52,7 +54,7 @@ _CODE = attrgetter("code")
 
 
 class OtlpValue(Struct, forbid_unknown_fields=True, omit_defaults=True, gc=False):
-    """An attribute's ``AnyValue``: one of OTLP's value tags (fields in decode precedence)."""
+    """An attribute's ``AnyValue``: one of OTLP's value tags (several decode by precedence)."""
 
     stringValue: str | UnsetType = UNSET
     boolValue: bool | UnsetType = UNSET
