@@ -221,7 +221,7 @@ def _refuse_several_traces(batch: SpanBatch, source: str) -> None:
         )
 
 
-def typed_run_columns(run: OtlpRun) -> Any:
+def _typed_run_columns(run: OtlpRun) -> Any:
     """``typed.run_columns`` (imported here: it imports msgspec, needed once a typed run is)."""
     from canon.gates.contracts.otel.typed import run_columns
 
@@ -241,7 +241,7 @@ def _table(entries: list[RawSpan | OtlpRun]) -> list[list[Any]]:
     only_runs = all(isinstance(entry, OtlpRun) for entry in entries)
     for entry in entries:
         if isinstance(entry, OtlpRun):
-            run = typed_run_columns(entry) if entry.typed else otlp_columns(entry)
+            run = _typed_run_columns(entry) if entry.typed else otlp_columns(entry)
             names += run.names
             kinds += run.kinds
             statuses += run.statuses
