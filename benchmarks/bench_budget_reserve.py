@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from canon.check.spend import BudgetJudge, call_messages
+from canon.check.spend import BudgetJudge, Ledger, call_messages
 from canon.core.artifact import Artifact
 from canon.core.usage import Usage
 from canon.judge.base import JudgeRequest
@@ -56,7 +56,7 @@ def main() -> None:
     timings: list[float] = []
     for _ in range(REPEATS):
         counted[0] = 0
-        guard = BudgetJudge(LiteLLMJudge(MODEL, api_key="sk-x"), 1e9, "bench")
+        guard = BudgetJudge(LiteLLMJudge(MODEL, api_key="sk-x"), Ledger(1e9, "bench"))
         started = time.process_time()
         for messages in requests:
             for _attempt in range(ATTEMPTS):

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import canon.check.spend as spend
-from canon.check.spend import BudgetJudge, completion_guess
+from canon.check.spend import BudgetJudge, Ledger, completion_guess
 from canon.core.usage import Usage
 from canon.errors import BudgetExceededError
 from canon.judge.litellm_judge import LiteLLMJudge
@@ -37,7 +37,9 @@ def tokenizer_runs(monkeypatch: pytest.MonkeyPatch) -> list[str]:
 
 
 def _guard(max_cost: float = 1e9) -> BudgetJudge:
-    return BudgetJudge(LiteLLMJudge(MODEL, api_key="sk-test-not-a-real-key"), max_cost, "c.yaml")
+    return BudgetJudge(
+        LiteLLMJudge(MODEL, api_key="sk-test-not-a-real-key"), Ledger(max_cost, "c.yaml")
+    )
 
 
 def test_a_retried_request_is_tokenized_once_and_reserves_the_same_guess(tokenizer_runs):

@@ -85,7 +85,8 @@ def test_check_without_a_baseline_exits_2_and_says_to_accept(project):
     ("text", "fragment"),
     [
         ("{not json", "baseline is not valid JSON"),
-        ('{"format": 9}', "unknown baseline format 9"),
+        ('{"format": 9}', "written by a newer Canon (baseline format 9)"),
+        ('{"format": 0}', "unknown baseline format 0"),
         ("[]", "a baseline is a JSON object"),
     ],
 )

@@ -122,14 +122,6 @@ def test_a_confirm_judge_that_cannot_be_built_is_exit_2_naming_the_file(project)
     assert "canon.yaml: confirm_judge:" in result.stderr and "missing.yaml" in result.stderr
 
 
-def test_a_model_confirm_judge_with_max_cost_is_refused(project):
-    with (project / "canon.yaml").open("a", encoding="utf-8") as config:
-        config.write("confirm_judge: openai:gpt-4o-mini\nmax_cost: 1\n")
-    result = _canon(project, "check")
-    assert result.exit_code == 2
-    assert "confirm_judge with a model cannot be combined with max_cost" in result.stderr
-
-
 def test_a_baseline_recorded_under_rubric_1_0_0_asks_to_be_reaccepted(tmp_path):
     target = copy_example(tmp_path)
     assert _canon(target, "accept").exit_code == 0

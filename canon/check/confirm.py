@@ -31,6 +31,7 @@ from canon.core.evidence import (
     mass_on,
     open_evidence_from,
 )
+from canon.core.rubric import Question
 from canon.core.scoring import (
     Answer,
     ArtifactResult,
@@ -52,7 +53,6 @@ from canon.core.settle import (
 )
 from canon.core.usage import Usage, total
 from canon.errors import JudgeError, JudgeRefusedError, JudgeScriptError
-from canon.judge.base import JudgeRequest
 from canon.judge.concurrency import AdaptiveLimiter
 
 CellKey = tuple[str, str]  # (artifact key, question id)
@@ -158,6 +158,30 @@ async def confirm(
     )
 
 
+def merge_confirmations(parts: Sequence[Confirmation], cells: int) -> Confirmation:
+    """One run's confirmation from its artifacts' own, in order (each confirmed with the
+    run's false-alarm budget split over ``cells``)."""
+    evidence: dict[CellKey, Evidence] = {}
+    asks: dict[CellKey, int] = {}
+    variations: dict[CellKey, tuple[str, ...]] = {}
+    replicates: dict[str, int] = {}
+    for part in parts:
+        evidence.update(part.evidence)
+        asks.update(part.asks)
+        variations.update(part.variations)
+        replicates.update(part.replicates)
+    return Confirmation(
+        results=tuple(r for part in parts for r in part.results),
+        evidence=evidence,
+        cells=cells,
+        reasks=sum(part.reasks for part in parts),
+        disagreements=sum(part.disagreements for part in parts),
+        asks=asks,
+        variations=variations,
+        replicates=replicates,
+    )
+
+
 def second_looks(
     result: ArtifactResult,
     record: ArtifactRecord | None,
@@ -165,24 +189,45 @@ def second_looks(
     baseline: Baseline | None,
     plan_constitution: str | None = None,
 ) -> frozenset[str]:
-    """The cells asked a second time before any decision (see the module docstring).
+    """The cells asked a second time before any decision (see the module docstring)."""
+    answered = [c.question for c in result.cells if c.state != "unscored"]
+    return looked_twice(
+        answered,
+        digest=result.digest,
+        record=record,
+        recording=recording,
+        baseline=baseline,
+        constitution=plan_constitution,
+    )
 
-    A check spends them where a regression can come from: an artifact whose text is new or
-    changed (an identical text cannot regress on the judge's say-so, canon.core.compare).
-    """
+
+def looked_twice(
+    questions: Sequence[Question],
+    *,
+    digest: str | None,
+    record: ArtifactRecord | None,
+    recording: bool,
+    baseline: Baseline | None,
+    constitution: str | None,
+) -> frozenset[str]:
+    """Which of an artifact's questions get a planned second look: every one when the run
+    is recorded; in a check, the gate question of an artifact whose text is new or changed,
+    or of any artifact when the constitution changed since the baseline (an identical text
+    cannot regress on the judge's say-so alone, canon.core.compare, but under another
+    constitution no text is unchanged). The estimate plans with this too."""
     if recording:
-        return frozenset(c.id for c in result.cells if c.state != "unscored")
+        return frozenset(q.id for q in questions)
     if baseline is None:
         return frozenset()
-    same_yardstick = baseline.constitution in (None, plan_constitution)
+    same_yardstick = baseline.constitution in (None, constitution)
     if (
         same_yardstick
         and record is not None
         and record.digest is not None
-        and record.digest == result.digest
+        and record.digest == digest
     ):
         return frozenset()
-    return frozenset(c.id for c in result.cells if c.question.kind == "gate")
+    return frozenset(q.id for q in questions if q.kind == "gate")
 
 
 @dataclass(frozen=True, slots=True)
@@ -353,14 +398,8 @@ class _ArtifactConfirmation:
         # With replicates each re-ask shows another response: a misreading that sticks to one
         # text is then outvoted by the others instead of repeating itself.
         shown = self.artifact.replicate(replicate_for(variant, len(self.artifact.texts)))
-        request = JudgeRequest(
-            cell.question,
-            shown,
-            self.plan.constitution,
-            self.plan.rubric.instructions,
-            variant,
-        )
-        judge = self.plan.confirm_judge or self.plan.judge
+        request = self.plan.request(shown, cell.question, variant)
+        judge = self.plan.judge_for(variant)
         try:
             async with self.limiter:  # a tripped breaker raises here: the re-ask failed
                 answer = await judge.answer(request)

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Self
 
-from canon.check.confirm import confirm
 from canon.check.gate_loading import ContractSpec, PolicySpec, contract_gate, policy_gate
-from canon.check.runner import DEFAULT_CONCURRENCY, ArtifactGate, ScoringPlan, score_artifact
+from canon.check.pipeline import score_run
+from canon.check.plan import build_plan
+from canon.check.runner import ArtifactGate, ScoringPlan
 from canon.core.artifact import as_artifact
 from canon.core.constitution import Constitution
 from canon.core.evidence import DecisionRule
@@ -17,6 +20,7 @@ from canon.errors import JudgeUnavailableError, UsageError
 from canon.judge.base import Judge
 from canon.judge.concurrency import AdaptiveLimiter
 from canon.judge.sync import run_sync
+from canon.project.config import Config, load_config, load_env_files
 from canon.project.judge_factory import judge_from_spec
 from canon.project.store import load_rubric
 
@@ -64,11 +68,32 @@ class CoherenceMetric:
             judge=judge,
             threshold=check_threshold(threshold),
             gates=_gates(policy, contract, gates),
+            rule=rule or DecisionRule(),
         )
-        self._rule = rule or DecisionRule()
         # One limiter for the metric's life: what it learns about the judge's capacity
         # carries from one artifact to the next.
-        self._limiter = AdaptiveLimiter(DEFAULT_CONCURRENCY)
+        self._limiter = AdaptiveLimiter(self._plan.concurrency)
+
+    @classmethod
+    def from_plan(cls, plan: ScoringPlan) -> Self:
+        """A metric that scores with ``plan`` as it is (see ``canon.check.plan.build_plan``)."""
+        metric = cls.__new__(cls)
+        metric._plan = plan
+        metric._limiter = AdaptiveLimiter(plan.concurrency)
+        return metric
+
+    @classmethod
+    def from_config(
+        cls, config: str | os.PathLike[str] | Config | None = None, *, use_cache: bool = True
+    ) -> Self:
+        """The metric a project's ``canon.yaml`` describes, as ``canon score`` would build it:
+        judge and answer cache, ``confirm_judge``, ``max_cost``, ``concurrency``, the decision
+        rule, the threshold and the gates. ``config``: a config file, a loaded Config, or
+        None to find canon.yaml from the current directory (its .env files are loaded)."""
+        if not isinstance(config, Config):
+            config = load_config(None if config is None else Path(config))
+            load_env_files(config.source.parent if config.source else config.base_dir)
+        return cls.from_plan(build_plan(config, use_cache=use_cache))
 
     @property
     def plan(self) -> ScoringPlan:
@@ -78,7 +103,7 @@ class CoherenceMetric:
     @property
     def rule(self) -> DecisionRule:
         """How sure a failing verdict must be before it counts."""
-        return self._rule
+        return self._plan.rule
 
     @property
     def threshold(self) -> float:
@@ -92,10 +117,9 @@ class CoherenceMetric:
         answer does not make the artifact non-canon.
         """
         if self._limiter.tripped is not None:  # a past outage must not doom later calls
-            self._limiter = AdaptiveLimiter(DEFAULT_CONCURRENCY)
+            self._limiter = AdaptiveLimiter(self._plan.concurrency)
         item = as_artifact(artifact)
-        first = await score_artifact(self._plan, item, self._limiter)
-        confirmation = await confirm(self._plan, [item], [first], self._rule, limiter=self._limiter)
+        confirmation = await score_run(self._plan, [item], limiter=self._limiter)
         return confirmation.results[0]
 
     def score(self, artifact: object) -> ArtifactResult:

@@ -10,12 +10,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from canon.check.confirm import Confirmation, confirm
-from canon.check.runner import DEFAULT_CONCURRENCY, ProgressCallback, ScoringPlan, score_artifacts
+from canon.check.confirm import Confirmation, confirm, merge_confirmations
+from canon.check.runner import (
+    ProgressCallback,
+    ScoringPlan,
+    all_of,
+    gate_outcomes,
+    score_artifact,
+)
 from canon.core.artifact import Artifact
 from canon.core.baseline import Baseline, baseline_from_results
 from canon.core.compare import DEFAULT_TOLERANCE, Comparison, ReaskNoise, gate, provenance_notes
 from canon.core.evidence import DecisionRule
+from canon.core.gate_outcome import GateOutcome
 from canon.core.scoring import ArtifactResult
 from canon.judge.concurrency import AdaptiveLimiter
 
@@ -39,30 +46,51 @@ async def score_run(
     rule: DecisionRule | None = None,
     *,
     baseline: Baseline | None = None,
-    concurrency: int = DEFAULT_CONCURRENCY,
+    concurrency: int | None = None,
     on_result: ProgressCallback | None = None,
     budget_cells: int | None = None,
     record: bool = False,
+    limiter: AdaptiveLimiter | None = None,
 ) -> Confirmation:
     """Score artifacts, then re-ask what a failing verdict (or a flip) hangs on.
 
-    ``record``: the run becomes a baseline, so every answer gets a second look first.
+    ``rule`` and ``concurrency`` default to the plan's. ``budget_cells``: the run is one
+    part of a larger whole (a pytest session checking one artifact a test) whose cells the
+    false-alarm budget is split over. ``record``: the run becomes a
+    baseline, so every answer gets a second look first. ``on_result`` hears of each
+    artifact once its verdict is settled (after its confirmation), never of a first draft.
     """
-    limiter = AdaptiveLimiter(concurrency)  # one per run: the re-asks share what it learned
-    first = await score_artifacts(
-        plan, artifacts, concurrency=concurrency, on_result=on_result, limiter=limiter
-    )
-    return await confirm(
-        plan,
-        artifacts,
-        first,
-        rule or DecisionRule(),
-        baseline=baseline,
-        concurrency=concurrency,
-        budget_cells=budget_cells,
-        limiter=limiter,
-        record=record,
-    )
+    concurrency = concurrency or plan.concurrency
+    rule = rule or plan.rule
+    # One limiter per run (or the caller's, kept across runs): the re-asks share what it learned.
+    limiter = limiter or AdaptiveLimiter(concurrency)
+    outcomes = [gate_outcomes(plan, artifact) for artifact in artifacts]
+    judged = sum(not any(o.stops for o in found) for found in outcomes)
+    # The false-alarm budget is split over every judged cell of the run (or of the whole a
+    # run is part of), so each artifact is confirmed as it would be in one pass over all.
+    cells = max(budget_cells or 0, judged * len(plan.questions))
+    done = 0
+
+    async def one(artifact: Artifact, found: tuple[GateOutcome, ...]) -> Confirmation:
+        nonlocal done
+        first = await score_artifact(plan, artifact, limiter, outcomes=found)
+        part = await confirm(
+            plan,
+            [artifact],
+            [first],
+            rule,
+            baseline=baseline,
+            budget_cells=cells,
+            limiter=limiter,
+            record=record,
+        )
+        done += 1
+        if on_result is not None:
+            on_result(done, len(artifacts), part.results[0])
+        return part
+
+    parts = await all_of([one(a, found) for a, found in zip(artifacts, outcomes, strict=True)])
+    return merge_confirmations(parts, cells)
 
 
 def baseline_from_run(plan: ScoringPlan, confirmation: Confirmation) -> Baseline:
@@ -91,11 +119,12 @@ async def check_run(
     tolerance: float = DEFAULT_TOLERANCE,
     rule: DecisionRule | None = None,
     strict: bool = False,
-    concurrency: int = DEFAULT_CONCURRENCY,
+    concurrency: int | None = None,
     on_result: ProgressCallback | None = None,
 ) -> CheckOutcome:
-    """Score and confirm a run, then compare it with ``baseline``."""
-    rule = rule or DecisionRule()
+    """Score and confirm a run, then compare it with ``baseline`` (``rule`` and
+    ``concurrency`` default to the plan's)."""
+    rule = rule or plan.rule
     confirmation = await score_run(
         plan,
         artifacts,

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable, Coroutine, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from canon.core.artifact import Artifact, text_digest
 from canon.core.constitution import Constitution
+from canon.core.evidence import DecisionRule
 from canon.core.gate_outcome import GateOutcome
 from canon.core.rubric import Question, Rubric
 from canon.core.scoring import (
@@ -47,28 +48,65 @@ class ScoringPlan:
     # A second judge that asks the confirmation re-asks (``confirm_judge``), so a flip is
     # confirmed by another model rather than by the first one repeating itself.
     confirm_judge: Judge | None = None
+    # Judge calls in flight at most (the limit adapts below it to what the judge sustains).
+    concurrency: int = DEFAULT_CONCURRENCY
+    # How sure a failing verdict must be before it counts (canon.core.evidence).
+    rule: DecisionRule = field(default_factory=DecisionRule)
 
     @property
     def questions(self) -> tuple[Question, ...]:
         """The rubric's questions for this constitution."""
         return self.rubric.questions_for(self.constitution)
 
+    def judge_for(self, variant: int) -> Judge:
+        """The judge that answers ask ``variant``: the first ask goes to the judge, every
+        later look (a second look or a confirmation re-ask) to ``confirm_judge`` if set."""
+        if variant > 0 and self.confirm_judge is not None:
+            return self.confirm_judge
+        return self.judge
+
+    def request(
+        self, artifact: Artifact, question: Question, variant: int = 0, *, shares: int = 1
+    ) -> JudgeRequest:
+        """The one request for ``question`` about ``artifact`` (the response it shows) at
+        ask ``variant``: scoring, confirmation, batch mode and the estimate all build it
+        here, so they send (and count) the same thing."""
+        return JudgeRequest(
+            question,
+            artifact,
+            self.constitution,
+            self.rubric.instructions,
+            variant,
+            prefix_shares=shares,
+        )
+
+
+def gate_outcomes(plan: ScoringPlan, artifact: Artifact) -> tuple[GateOutcome, ...]:
+    """What the plan's deterministic gates say of an artifact, in the plan's order."""
+    return tuple(gate(artifact) for gate in plan.gates)
+
 
 async def score_artifact(
-    plan: ScoringPlan, artifact: Artifact, limiter: AdaptiveLimiter | None = None
+    plan: ScoringPlan,
+    artifact: Artifact,
+    limiter: AdaptiveLimiter | None = None,
+    *,
+    outcomes: tuple[GateOutcome, ...] | None = None,
 ) -> ArtifactResult:
-    """Score one artifact: gates first, and the judge only if no gate stopped it."""
-    outcomes = tuple(gate(artifact) for gate in plan.gates)
+    """Score one artifact: gates first (or their ``outcomes``, already known), and the judge
+    only if no gate stopped it."""
+    if outcomes is None:
+        outcomes = gate_outcomes(plan, artifact)
     digest = text_digest(artifact.text)
     if any(outcome.stops for outcome in outcomes):
         return replace(stopped_verdict(artifact.key, plan.threshold, outcomes), digest=digest)
-    limiter = limiter or AdaptiveLimiter(DEFAULT_CONCURRENCY)
+    limiter = limiter or AdaptiveLimiter(plan.concurrency)
     questions = plan.questions
     shares = prefix_shares(questions)
     if artifact.replicates:
-        cells = await _all([_pooled(plan, artifact, q, limiter, shares[q.id]) for q in questions])
+        cells = await all_of([_pooled(plan, artifact, q, limiter, shares[q.id]) for q in questions])
     else:
-        cells = await _all([_ask(plan, artifact, q, limiter, shares[q.id]) for q in questions])
+        cells = await all_of([_ask(plan, artifact, q, limiter, shares[q.id]) for q in questions])
     return replace(judge_verdict(artifact.key, cells, plan.threshold, outcomes), digest=digest)
 
 
@@ -89,7 +127,7 @@ async def _pooled(
         _ask(plan, artifact.replicate(i), question, limiter, shares)
         for i in range(len(artifact.texts))
     ]
-    cells = await _all(asked)
+    cells = await all_of(asked)
     failed = next((c for c in cells if c.state == "unscored"), None)
     if failed is not None:
         return failed
@@ -112,12 +150,10 @@ async def _ask(
     limiter: AdaptiveLimiter,
     shares: int = 1,
 ) -> Cell:
-    request = JudgeRequest(
-        question, artifact, plan.constitution, plan.rubric.instructions, prefix_shares=shares
-    )
+    request = plan.request(artifact, question, shares=shares)
     try:
         async with limiter:  # a tripped breaker raises here: an unscored cell like the rest
-            answer = await plan.judge.answer(request)
+            answer = await plan.judge_for(0).answer(request)
         return score_cell(question, answer)
     except JudgeScriptError:
         raise  # a mis-scripted test must fail loudly, not become an unscored cell
@@ -151,10 +187,10 @@ async def score_artifacts(
             on_result(done, len(artifacts), result)
         return result
 
-    return tuple(await _all([one(artifact) for artifact in artifacts]))
+    return tuple(await all_of([one(artifact) for artifact in artifacts]))
 
 
-async def _all(coroutines: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
+async def all_of(coroutines: Sequence[Coroutine[Any, Any, T]]) -> list[T]:
     """Run coroutines together; on the first failure cancel the rest and raise it as is."""
     try:
         async with asyncio.TaskGroup() as group:

@@ -16,7 +16,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from canon.check.runner import ScoringPlan
+from canon.check.confirm import looked_twice
+from canon.check.runner import ScoringPlan, gate_outcomes
 from canon.check.variants import replicate_for
 from canon.core.artifact import Artifact, text_digest
 from canon.core.baseline import SETTLED_FORMAT, Baseline, recorded_question
@@ -144,43 +145,55 @@ def planned_looks(
     *,
     baseline: Baseline | None = None,
     record: bool = False,
-) -> dict[tuple[str, str], int] | None:
-    """The asks beyond the first a run plans per cell (canon.check.confirm's second looks,
-    and a check's expected confirmation re-asks): (key, question) -> count."""
-    if record:
-        return {(a.key, q.id): 1 for a in artifacts for q in plan.questions}
-    if baseline is None:
-        return None
-    reasks = baseline_reasks(baseline, plan)
+) -> dict[tuple[str, str], int]:
+    """The asks beyond the first a run plans per cell: the second looks confirmation takes
+    (``canon.check.confirm.looked_twice``, the same rule the run follows) and, in a check,
+    the confirmation re-asks the baseline's own cells needed: (key, question) -> count."""
+    reasks = baseline_reasks(baseline, plan) if baseline is not None and not record else {}
+    records = baseline.artifacts if baseline is not None else {}
     for artifact in artifacts:
-        row = baseline.artifacts.get(artifact.key)
-        if row is None or row.digest is None or row.digest != text_digest(artifact.text):
-            for question in plan.questions:
-                if question.kind == "gate":  # a new or changed artifact's second gate look
-                    cell = (artifact.key, question.id)
-                    reasks[cell] = max(reasks.get(cell, 0), 1)
+        looks = looked_twice(
+            plan.questions,
+            digest=text_digest(artifact.text),
+            record=records.get(artifact.key),
+            recording=record,
+            baseline=baseline,
+            constitution=plan.constitution.digest,
+        )
+        for qid in looks:
+            cell = (artifact.key, qid)
+            reasks[cell] = max(reasks.get(cell, 0), 1)
     return reasks
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedRequest:
+    """One request a run would send: which judge answers it, its answer-cache key (None
+    when that judge has no cache) and the request itself."""
+
+    judge: Judge
+    key: str | None
+    request: JudgeRequest
 
 
 def pending_requests(
     plan: ScoringPlan,
     artifacts: Sequence[Artifact],
     reasks: Mapping[tuple[str, str], int] | None = None,
-) -> tuple[list[tuple[str | None, JudgeRequest]], int, int]:
-    """The questions scoring would ask (cache key or None, request), the number already
-    cached, and the number of artifacts a gate stops; ``reasks`` adds each cell's expected
-    confirmation re-asks (variants 1, 2, ...)."""
-    cache = plan.judge if isinstance(plan.judge, CachingJudge) else None
-    identity = dict(cache.inner.cache_identity()) if cache is not None else None
-    pending: list[tuple[str | None, JudgeRequest]] = []
+) -> tuple[list[PlannedRequest], int, int]:
+    """The requests scoring would send, built by the plan as the run builds them and routed
+    to the judge that would answer each (``ScoringPlan.judge_for``), leaving out what that
+    judge's answer cache holds; with the number already cached and the number of artifacts
+    a gate stops. ``reasks`` adds each cell's planned later asks (variants 1, 2, ...)."""
+    pending: list[PlannedRequest] = []
     seen: set[str] = set()
     cached = stopped = 0
     questions = plan.questions
     for artifact in artifacts:
-        if any(gate(artifact).stops for gate in plan.gates):
+        if any(outcome.stops for outcome in gate_outcomes(plan, artifact)):
             stopped += 1
             continue
-        # every response's first ask, then the re-asks, each showing the response it would
+        # every response's first ask, then the later asks, each showing the response it would
         asks = [(question, shown, 0) for question in questions for shown in _responses(artifact)]
         asks.extend(
             (question, artifact.replicate(replicate_for(variant, len(artifact.texts))), variant)
@@ -188,18 +201,18 @@ def pending_requests(
             for variant in range(1, 1 + (reasks or {}).get((artifact.key, question.id), 0))
         )
         for question, shown, variant in asks:
-            request = JudgeRequest(
-                question, shown, plan.constitution, plan.rubric.instructions, variant
-            )
-            if cache is None or identity is None:
-                pending.append((None, request))
+            request = plan.request(shown, question, variant)
+            judge = plan.judge_for(variant)
+            cache = judge if isinstance(judge, CachingJudge) else None
+            if cache is None:
+                pending.append(PlannedRequest(judge, None, request))
                 continue
-            key = answer_key(identity, request)
+            key = answer_key(dict(cache.inner.cache_identity()), request)
             if key in seen or cache.cache.get(key) is not None:
                 cached += 1  # a repeat within the run is answered once, then read back
                 continue
             seen.add(key)
-            pending.append((key, request))
+            pending.append(PlannedRequest(judge, key, request))
     return pending, cached, stopped
 
 
@@ -216,34 +229,42 @@ def estimate_run(
     baseline: Baseline | None = None,
     record: bool = False,
 ) -> Estimate:
-    """How many calls a run would make and what they would cost, asking nothing; with the
-    baseline a check compares with, the re-asks its confirmation needed count too, and with
-    ``record`` (accept) the second look at every question."""
+    """How many calls a run would make and what they would cost, asking nothing: the
+    requests the run would send (``pending_requests``, with the looks it plans), each priced
+    for the judge that would answer it (a ``confirm_judge`` takes the later looks)."""
     reasks = planned_looks(plan, artifacts, baseline=baseline, record=record)
     pending, cached, stopped = pending_requests(plan, artifacts, reasks)
-    pending_reasks = sum(request.variant > 0 for _, request in pending)
-    judge = model_judge(plan.judge)
-    if judge is None:  # a scripted judge answers for free
+    names = list(dict.fromkeys(p.judge.name for p in pending)) or [plan.judge.name]
+    judged = [(model_judge(p.judge), p.request) for p in pending]
+    paid = [(judge, request) for judge, request in judged if judge is not None]
+    if not paid:  # scripted judges answer for free
         questions = len(pending) + cached
-        return Estimate(plan.judge.name, questions, 0, stopped, 0, 0, 0.0, False, True)
+        return Estimate(" + ".join(names), questions, 0, stopped, 0, 0, 0.0, False, True)
     from canon.judge.litellm_module import load_litellm
 
     litellm = load_litellm()
-    prompt_tokens = sum(
-        count_prompt_tokens(litellm, judge.model, call_messages(request)) for _, request in pending
-    )
-    completion_tokens = len(pending) * judge.samples * completion_guess(judge)
-    cost = price_of(litellm, judge.model, prompt_tokens, completion_tokens, batch=batch)
+    prompt_tokens = completion_tokens = 0
+    cost: float | None = 0.0
+    by_judge: dict[int, tuple[LiteLLMJudge, list[JudgeRequest]]] = {}
+    for judge, request in paid:
+        by_judge.setdefault(id(judge), (judge, []))[1].append(request)
+    for judge, requests in by_judge.values():
+        prompt = sum(count_prompt_tokens(litellm, judge.model, call_messages(r)) for r in requests)
+        completion = len(requests) * judge.samples * completion_guess(judge)
+        price = price_of(litellm, judge.model, prompt, completion, batch=batch)
+        prompt_tokens += prompt
+        completion_tokens += completion
+        cost = None if cost is None or price is None else cost + price
     return Estimate(
-        judge.name,
+        " + ".join(names),
         len(pending) + cached,
-        len(pending),
+        len(paid),
         stopped,
         prompt_tokens,
         completion_tokens,
         cost,
         batch,
-        reasks=pending_reasks,
+        reasks=sum(request.variant > 0 for _, request in paid),
     )
 
 
@@ -296,6 +317,18 @@ def _request_key(model: str, messages: Sequence[Mapping[str, Any]]) -> bytes:
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).digest()
 
 
+class Ledger:
+    """What a run may spend and has spent: one per run, shared by every judge it guards
+    (the judge and a ``confirm_judge`` draw on the same ``max_cost``)."""
+
+    def __init__(self, max_cost: float, source: object) -> None:
+        self.max_cost = max_cost
+        self.source = source
+        self.spent = 0.0
+        self.calls = 0
+        self.reserved = 0.0
+
+
 class BudgetJudge:
     """A judge whose every request is refused when it could take the run past ``max_cost``.
 
@@ -303,18 +336,24 @@ class BudgetJudge:
     retries unreadable replies, or tops up samples from an endpoint that ignores ``n``, pays
     for each request, and a question that ends unscored still counts what it spent. Each
     request reserves its estimated cost before it starts (so concurrent requests cannot
-    together cross the line) and then books what it really cost.
+    together cross the line) and then books what it really cost, on the run's ``Ledger``.
     """
 
-    def __init__(self, inner: LiteLLMJudge, max_cost: float, source: object) -> None:
+    def __init__(self, inner: LiteLLMJudge, ledger: Ledger) -> None:
         self.inner = inner
-        self.max_cost = max_cost
-        self.source = source
-        self.spent = 0.0
-        self.calls = 0
-        self._reserved = 0.0
+        self.ledger = ledger
         self._prompt_tokens: OrderedDict[bytes, int] = OrderedDict()
         inner.spend_guard = self
+
+    @property
+    def max_cost(self) -> float:
+        """The run's budget in USD."""
+        return self.ledger.max_cost
+
+    @property
+    def spent(self) -> float:
+        """What the run has spent so far, across every judge on its ledger."""
+        return self.ledger.spent
 
     @property
     def name(self) -> str:
@@ -334,19 +373,20 @@ class BudgetJudge:
         from canon.judge.litellm_module import load_litellm
 
         litellm = load_litellm()
+        ledger = self.ledger
         prompt = self._count_prompt(litellm, model, messages)
         guess = price_of(litellm, model, prompt, samples * completion_guess(self.inner))
         guess = math.inf if guess is None else guess
-        if self.calls:  # requests so far say what one really costs here; trust the larger
-            guess = max(guess, self.spent / self.calls)
-        if self.spent + self._reserved + guess > self.max_cost:
+        if ledger.calls:  # requests so far say what one really costs here; trust the larger
+            guess = max(guess, ledger.spent / ledger.calls)
+        if ledger.spent + ledger.reserved + guess > ledger.max_cost:
             raise BudgetExceededError(
-                f"stopped before crossing max_cost {format_cost(self.max_cost)} in "
-                f"{self.source}: {self.calls} request(s) spent {format_cost(self.spent)} and "
-                f"the next would cost about {format_cost(guess)}; the answers paid for are in "
-                "the answer cache (a re-run reuses them); raise max_cost to finish the run"
+                f"stopped before crossing max_cost {format_cost(ledger.max_cost)} in "
+                f"{ledger.source}: {ledger.calls} request(s) spent {format_cost(ledger.spent)} "
+                f"and the next would cost about {format_cost(guess)}; the answers paid for are "
+                "in the answer cache (a re-run reuses them); raise max_cost to finish the run"
             )
-        self._reserved += guess
+        ledger.reserved += guess
         return guess
 
     def _count_prompt(self, litellm: Any, model: str, messages: list[dict[str, str]]) -> int:
@@ -365,8 +405,13 @@ class BudgetJudge:
 
     def book(self, reserved: float, spent: Usage | None) -> None:
         """Release a reservation and book the request's real cost (its guess if unpriced)."""
-        self._reserved -= reserved
+        ledger = self.ledger
+        ledger.reserved -= reserved
         if spent is None:
             return  # no reply came (a timeout, a refused connection): nothing to pay
-        self.calls += 1
-        self.spent += reserved if spent.cost is None else spent.cost
+        ledger.calls += 1
+        ledger.spent += reserved if spent.cost is None else spent.cost
+
+    def prepaid(self, cost: float) -> None:
+        """Book what a batch already spent, so the online rest is held to what is left."""
+        self.ledger.spent += cost

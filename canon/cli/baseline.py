@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import os
 import sys
 import time
 from pathlib import Path
@@ -31,13 +30,13 @@ from canon.cli.spending import prepare_spending, show_estimate, spending_options
 from canon.cli.telemetry import OtelChoice, otel_options, send_telemetry
 from canon.core.baseline import (
     Baseline,
-    baseline_from_data,
-    baseline_to_data,
     require_same_rubric,
 )
-from canon.errors import BaselineError, ConfigError, JudgeUnavailableError
+from canon.errors import JudgeUnavailableError
+from canon.project.baselines import baseline_file, write_baseline
+from canon.project.baselines import read_baseline as read_suite_baseline
 from canon.project.config import Config
-from canon.project.store import BASELINE_LIMIT, dump_json, read_json, write_json_atomic
+from canon.project.store import dump_json
 from canon.report.check import check_document, exit_code_for, render_check
 from canon.report.text import printable
 
@@ -112,15 +111,7 @@ def accept(
         )
     baseline = baseline_from_run(plan, confirmation)
     path = baseline_path(config, suite)
-    document = baseline_to_data(baseline)
-    unchanged = path.is_file() and path.read_text(encoding="utf-8") == dump_json(document)
-    try:
-        write_json_atomic(path, document)
-    except OSError as exc:
-        raise BaselineError(
-            f"cannot write the baseline {shown(path)}: {exc.strerror or exc}; "
-            "make it a writable file path"
-        ) from None
+    unchanged = write_baseline(path, baseline, shown=shown(path))
     canon_count = sum(r.canon for r in results)
     click.echo(run_usage(results).line())
     click.echo(
@@ -284,19 +275,14 @@ def check(
 
 def baseline_path(config: Config, suite: Path) -> Path:
     """Where a suite's baseline lives: ``<baselines_dir>/<suite file stem>.json``."""
-    if config.baselines_dir is None:
-        raise ConfigError(f"{config.source or 'canon.yaml'}: set 'baselines_dir'")
-    return config.baselines_dir / f"{suite.stem}.json"
+    return baseline_file(config, suite.stem)
 
 
 def read_baseline(path: Path, *, suite_name: str) -> Baseline:
-    """Read and validate a suite's baseline file."""
-    if not os.path.lexists(path):  # a broken link or a loop is read below, and reported
-        raise BaselineError(
-            f"no baseline for suite '{suite_name}' at {shown(path)}; run \"canon accept\""
-        )
-    data = read_json(path, "baseline", BaselineError, limit=BASELINE_LIMIT)
-    return baseline_from_data(data, source=shown(path))
+    """Read and validate a suite's baseline file (the baseline store's reader)."""
+    return read_suite_baseline(
+        path, shown=shown(path), name=suite_name, record='run "canon accept"'
+    )
 
 
 def shown(path: Path) -> str:

@@ -12,23 +12,19 @@ from typing import Any, TypeVar
 import click
 
 from canon.check.confirm import Confirmation
-from canon.check.gate_loading import contract_gate, policy_gate
 from canon.check.pipeline import score_run
-from canon.check.runner import ArtifactGate, ScoringPlan
+from canon.check.plan import build_plan as build_plan  # the one plan, for the commands
+from canon.check.runner import ScoringPlan
 from canon.cli.common import config_option, shown_path
-from canon.cli.spending import with_budget
 from canon.core.artifact import Artifact
 from canon.core.baseline import Baseline
 from canon.core.compare import Comparison
 from canon.core.scoring import ArtifactResult
 from canon.errors import ConfigError, UsageError
-from canon.judge.base import Judge
-from canon.judge.cache import CachingJudge, cached_judge
-from canon.judge.mock import MockJudge
+from canon.judge.cache import CachingJudge
 from canon.judge.sync import run_sync
 from canon.project.config import Config, load_config, load_env_files
-from canon.project.judge_factory import judge_from_spec
-from canon.project.store import constitution_from_file, load_rubric, write_text_atomic
+from canon.project.store import write_text_atomic
 from canon.project.suite import read_suite, select_artifacts
 from canon.report.html import html_report
 from canon.report.junit import junit_xml
@@ -209,72 +205,6 @@ def load_run(
     roots = None if config.allow_outside_paths else config.project_roots
     artifacts = select_artifacts(read_suite(suite, roots=roots), select, limit, source=suite)
     return config, suite, artifacts
-
-
-def build_plan(config: Config, *, use_cache: bool = True) -> ScoringPlan:
-    """The scoring plan a config describes; a model judge answers through its cache."""
-    where = config.source or "no canon.yaml found"
-    if config.constitution_path is None:
-        raise ConfigError(f"{where}: set 'constitution_path' to your constitution YAML")
-    if config.judge_model is None:
-        raise ConfigError(f"{where}: set 'judge_model' (provider:model, or mock:<script.yaml>)")
-    constitution = constitution_from_file(config.constitution_path)
-    rubric = load_rubric()
-    gates = _config_gates(config)
-    try:
-        judge = judge_from_spec(
-            config.judge_model, base_dir=config.base_dir, options=config.judge_options
-        )
-    except ConfigError as exc:
-        # The factory speaks of the settings by name; say which file holds them.
-        if config.source is None or not str(exc).startswith(("judge_model", "judge_options")):
-            raise
-        raise ConfigError(f"{config.source}: {exc}") from None
-    second = _confirm_judge(config)
-    # Opened last, so a config error above never leaves an empty cache file behind.
-    cache = config.judge_cache if use_cache else None
-    judge = cached_judge(judge, cache)
-    plan = ScoringPlan(
-        constitution=constitution,
-        rubric=rubric,
-        judge=judge,
-        threshold=config.threshold,
-        gates=gates,
-        confirm_judge=None if second is None else cached_judge(second, cache),
-    )
-    return with_budget(config, plan)
-
-
-def _confirm_judge(config: Config) -> Judge | None:
-    """The second judge ``confirm_judge`` names, built with the same judge_options."""
-    if config.confirm_judge is None:
-        return None
-    where = config.source or "canon.yaml"
-    try:
-        mock = config.confirm_judge.startswith("mock:")
-        second = judge_from_spec(
-            config.confirm_judge,
-            base_dir=config.base_dir,
-            options=None if mock else config.judge_options,
-        )
-    except ConfigError as exc:
-        raise ConfigError(f"{where}: confirm_judge: {exc}") from None
-    if config.max_cost is not None and not isinstance(second, MockJudge):
-        # The spending guard holds one judge to max_cost; two would each get the whole budget.
-        raise ConfigError(
-            f"{where}: confirm_judge with a model cannot be combined with max_cost yet "
-            "(the budget would hold only the first judge); remove one of them"
-        )
-    return second
-
-
-def _config_gates(config: Config) -> tuple[ArtifactGate, ...]:
-    gates: list[ArtifactGate] = []
-    if config.policy is not None:
-        gates.append(policy_gate(config.policy))
-    if config.contract is not None:
-        gates.append(contract_gate(config.contract))
-    return tuple(gates)
 
 
 def score_with_progress(

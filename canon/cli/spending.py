@@ -47,21 +47,6 @@ def spending_options(command: F) -> F:
     return _estimate_option(_batch_option(command))
 
 
-def with_budget(config: Config, plan: ScoringPlan) -> ScoringPlan:
-    """The plan with the model judge held to ``max_cost`` (under the cache: hits are free)."""
-    if config.max_cost is None:
-        return plan
-    cached = plan.judge if isinstance(plan.judge, CachingJudge) else None
-    inner = cached.inner if cached is not None else plan.judge
-    judge = model_judge(inner)
-    if judge is None or judge is not inner:
-        return plan  # a scripted judge spends nothing
-    budget = BudgetJudge(judge, config.max_cost, config.source or "canon.yaml")
-    if cached is None:
-        return dataclasses.replace(plan, judge=budget)
-    return dataclasses.replace(plan, judge=CachingJudge(budget, cached.cache))
-
-
 def show_estimate(
     config: Config,
     plan: ScoringPlan,
@@ -136,7 +121,8 @@ def _prefill_by_batch(
     judge = model_judge(cached)
     assert isinstance(cached, CachingJudge) and judge is not None  # checked by _batchable
     pending, _, _ = pending_requests(plan, artifacts, planned_looks(plan, artifacts, record=record))
-    requests = [(key, request) for key, request in pending if key is not None]
+    # The batch holds the judge's own requests; a confirm_judge's later looks go online.
+    requests = [(p.key, p.request) for p in pending if p.key is not None and p.judge is cached]
     if not requests:
         return plan
 
@@ -147,7 +133,6 @@ def _prefill_by_batch(
     outcome = run_sync(run_batch(judge, cached.cache, requests, on_progress=say))
     click.echo(outcome.line(), err=True)
     if isinstance(cached.inner, BudgetJudge):  # the online rest is held to what is left
-        cost = total(outcome.usage.values()).cost
-        cached.inner.spent += cost or 0.0
+        cached.inner.prepaid(total(outcome.usage.values()).cost or 0.0)
     prepaid = PrepaidJudge(cached.inner, cached.cache, outcome.usage)
     return dataclasses.replace(plan, judge=prepaid)

@@ -184,6 +184,13 @@ def baseline_from_data(data: object, *, source: str) -> Baseline:
     if not isinstance(data, Mapping):
         raise BaselineError(f"{source}: a baseline is a JSON object, got {_kind(data)}")
     version = data.get("format")
+    if isinstance(version, int) and not isinstance(version, bool) and version > BASELINE_FORMAT:
+        # Re-accepting here would overwrite what the newer Canon recorded: say upgrade.
+        raise BaselineError(
+            f"{source}: written by a newer Canon (baseline format {version}); this Canon "
+            f"reads formats {', '.join(map(str, READABLE_FORMATS))}: upgrade canon-testing "
+            "to read it (do not re-accept with this version: that would replace it)"
+        )
     if version not in READABLE_FORMATS or isinstance(version, bool):
         raise BaselineError(
             f"{source}: unknown baseline format {version!r}; this Canon reads formats "

@@ -10,6 +10,7 @@ records to the controller, which merges them and writes the file once.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,17 +21,12 @@ from canon.check.metric import CoherenceMetric
 from canon.check.pipeline import baseline_from_run, compare_run, score_run
 from canon.check.provenance import refuse_changed_judge
 from canon.core.artifact import Artifact, as_artifact
-from canon.core.baseline import (
-    Baseline,
-    baseline_from_data,
-    baseline_to_data,
-    require_same_rubric,
-)
+from canon.core.baseline import Baseline, baseline_to_data, require_same_rubric
 from canon.core.scoring import ArtifactResult
-from canon.errors import BaselineError, JudgeUnavailableError
+from canon.errors import JudgeUnavailableError
 from canon.judge.sync import run_sync
+from canon.project.baselines import baseline_file, read_baseline, write_baseline_data
 from canon.project.config import Config
-from canon.project.store import read_json, write_json_atomic
 from canon.pytest_plugin.telemetry import EventRecorder
 from canon.report.check import render_check
 
@@ -52,14 +48,11 @@ class BaselineSession:
     outcomes: list[tuple[str, str, str]] = field(default_factory=list)  # key, status, detail
 
     def load(self, config: Config) -> Baseline | None:
-        """The session's baseline file, read once."""
+        """The session's baseline file, read once (the baseline store's reader and limits)."""
         if not self.loaded:
-            if config.baselines_dir is None:
-                raise BaselineError(f"{config.source or 'canon.yaml'}: set 'baselines_dir'")
-            self.path = config.baselines_dir / f"{self.name}.json"
-            if self.path.exists():
-                data = read_json(self.path, "baseline", BaselineError)
-                self.baseline = baseline_from_data(data, source=str(self.path))
+            self.path = baseline_file(config, self.name)
+            if os.path.lexists(self.path):
+                self.baseline = read_baseline(self.path)
             self.loaded = True
         return self.baseline
 
@@ -88,8 +81,7 @@ class BaselineSession:
         ):
             existing = baseline_to_data(self.baseline)["artifacts"]
         document = {**self.header, "artifacts": {**existing, **self.pending}}
-        baseline_from_data(document, source=str(self.path))  # never write what cannot load
-        write_json_atomic(self.path, document)
+        write_baseline_data(self.path, document)
         return self.path
 
 

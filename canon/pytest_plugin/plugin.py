@@ -109,34 +109,20 @@ def canon_constitution(canon_config: Config) -> Constitution:
 def canon_metric(
     request: pytest.FixtureRequest, canon_config: Config, canon_constitution: Constitution
 ) -> CoherenceMetric:
-    """A CoherenceMetric with the config's judge (and answer cache), threshold and gates."""
-    from canon.check.metric import CoherenceMetric
-    from canon.errors import ConfigError
-    from canon.judge.cache import cached_judge
-    from canon.project.judge_factory import judge_from_spec
+    """The CoherenceMetric ``canon score`` would build from canon.yaml (one plan: the judge
+    and its answer cache, confirm_judge, max_cost, concurrency, the decision rule, the
+    threshold and the gates)."""
+    from canon.check.plan import build_plan
 
-    if canon_config.judge_model is None:
-        raise ConfigError(f"{canon_config.source or 'no canon.yaml found'}: set 'judge_model'")
-    cache = None if request.config.getoption("--canon-no-cache") else canon_config.judge_cache
-    judge = judge_from_spec(
-        canon_config.judge_model,
-        base_dir=canon_config.base_dir,
-        options=canon_config.judge_options,
-    )
-    options: dict[str, Any] = {
-        "constitution": canon_constitution,
-        "judge": cached_judge(judge, cache),
-        "threshold": canon_config.threshold,
-        "policy": canon_config.policy,
-        "contract": canon_config.contract,
-        "rule": canon_config.rule,
-    }
+    plan = build_plan(canon_config, use_cache=not request.config.getoption("--canon-no-cache"))
     recorder = _recorder(request.config, canon_config)
     if recorder is None:
-        return CoherenceMetric(**options)
+        from canon.check.metric import CoherenceMetric
+
+        return CoherenceMetric.from_plan(plan)
     from canon.pytest_plugin.telemetry import ReportingMetric
 
-    return ReportingMetric(recorder, **options)
+    return ReportingMetric.recording(recorder, plan)
 
 
 def _recorder(config: pytest.Config, canon_config: Config) -> EventRecorder | None:

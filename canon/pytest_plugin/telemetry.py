@@ -118,9 +118,18 @@ class EventRecorder:
 class ReportingMetric(CoherenceMetric):
     """The ``canon_metric`` of a session that sends events: each verdict is also kept."""
 
+    _recorder: EventRecorder
+
     def __init__(self, recorder: EventRecorder, **options: Any) -> None:
         super().__init__(**options)
         self._recorder = recorder
+
+    @classmethod
+    def recording(cls, recorder: EventRecorder, plan: ScoringPlan) -> ReportingMetric:
+        """A metric scoring with ``plan`` whose verdicts ``recorder`` keeps."""
+        metric = cls.from_plan(plan)
+        metric._recorder = recorder
+        return metric
 
     async def ascore(self, artifact: object) -> ArtifactResult:
         """Score as CoherenceMetric does, and keep the verdict for the session's events."""
