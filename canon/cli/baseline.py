@@ -77,7 +77,7 @@ def accept(
         show_estimate(config, plan, artifacts, batch=batch or config.batch, record=True)
     plan = prepare_spending(config, plan, artifacts, batch=batch, quiet=quiet, record=True)
     started = time.monotonic()
-    confirmation = score_with_progress(config, plan, artifacts, quiet, record=True)
+    confirmation = score_with_progress(plan, artifacts, quiet, record=True)
     results = confirmation.results
     elapsed = time.monotonic() - started
     # Written before the judge check below: a CI run needs the report most when it fails.
@@ -210,7 +210,7 @@ def check(
         )
     plan = prepare_spending(config, plan, artifacts, batch=batch, quiet=quiet)
     started = time.monotonic()
-    confirmation = score_with_progress(config, plan, artifacts, quiet, baseline)
+    confirmation = score_with_progress(plan, artifacts, quiet, baseline)
     comparison = compare_run(plan, confirmation, baseline, config.tolerance, config.rule, strict)
     if left_out:
         note = (

@@ -19,7 +19,7 @@ from canon.cli.common import config_option, shown_path
 from canon.core.artifact import Artifact
 from canon.core.baseline import Baseline
 from canon.core.compare import Comparison
-from canon.core.scoring import ArtifactResult
+from canon.core.scoring import ArtifactResult, fails_on_evidence
 from canon.errors import ConfigError, UsageError
 from canon.judge.cache import CachingJudge
 from canon.judge.sync import run_sync
@@ -208,7 +208,6 @@ def load_run(
 
 
 def score_with_progress(
-    config: Config,
     plan: ScoringPlan,
     artifacts: Sequence[Artifact],
     quiet: bool,
@@ -222,33 +221,32 @@ def score_with_progress(
     """
 
     def progress(done: int, total: int, result: ArtifactResult) -> None:
-        if not quiet:
-            verdict = "canon" if result.canon else "to confirm"
-            if result.stopped_by is not None:
-                verdict = f"NON-CANON ({result.stopped_by} gate)"
-            click.echo(f"[{done}/{total}] {printable(result.key)} {verdict}", err=True)
+        if not quiet:  # each artifact's settled verdict, as the report will give it
+            click.echo(f"[{done}/{total}] {printable(result.key)} {verdict_word(result)}", err=True)
 
     confirmation = run_sync(
-        score_run(
-            plan,
-            artifacts,
-            config.rule,
-            baseline=baseline,
-            concurrency=config.concurrency,
-            on_result=progress,
-            record=record,
-        )
+        score_run(plan, artifacts, baseline=baseline, on_result=progress, record=record)
     )
     judge = plan.judge
     if not quiet and confirmation.reasks:
-        cells = len(confirmation.evidence)
+        looked = sum(1 for asks in confirmation.asks.values() if asks > 1)
         click.echo(
-            f"confirmation: {confirmation.reasks} re-ask(s) on {cells} cell(s) a verdict hung on",
+            f"confirmation: {confirmation.reasks} re-ask(s) on {looked} cell(s)"
+            + (" (every answer asked twice before it is recorded)" if record else ""),
             err=True,
         )
     if isinstance(judge, CachingJudge):
         _cache_notes(judge, quiet)
     return confirmation
+
+
+def verdict_word(result: ArtifactResult) -> str:
+    """An artifact's settled verdict in one word, as the reports give it."""
+    if result.stopped_by is not None:
+        return f"NON-CANON ({result.stopped_by} gate)"
+    if result.canon:
+        return "canon"
+    return "NON-CANON" if fails_on_evidence(result) else "INCOMPLETE (not judged)"
 
 
 def emit_github(

@@ -63,7 +63,7 @@ def score(
         )
     plan = prepare_spending(config, plan, artifacts, batch=batch, quiet=quiet)
     started = time.monotonic()
-    results = score_with_progress(config, plan, artifacts, quiet).results
+    results = score_with_progress(plan, artifacts, quiet).results
     elapsed = time.monotonic() - started
     if output_format == "json":
         sys.stdout.write(dump_json(results_document(results, plan)))

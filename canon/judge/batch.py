@@ -21,21 +21,19 @@ import io
 import json
 import os
 import time
-from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from canon.core.prompt import parse_reply, render_prompt
 from canon.core.scoring import Answer
 from canon.core.usage import Usage, total
-from canon.errors import CacheError, JudgeError, JudgeUnavailableError
+from canon.errors import CacheError, JudgeUnavailableError
 from canon.judge.base import JudgeRequest
 from canon.judge.batch_state import read_state, state_path, write_state
 from canon.judge.cache import AnswerCache, CachingJudge, IdentifiedJudge, answer_key
 from canon.judge.litellm_judge import LiteLLMJudge
 from canon.judge.litellm_module import load_litellm
-from canon.judge.request_body import answer_grammar
+from canon.judge.replies import completion_from_json
 from canon.judge.usage import response_usage
 
 # Providers whose batch input litellm passes through in OpenAI's JSONL request format.
@@ -207,25 +205,11 @@ async def _submit(litellm: Any, lines: str, kwargs: Mapping[str, Any]) -> Any:
 
 
 def _line(judge: LiteLLMJudge, model: str, key: str, request: JudgeRequest) -> dict[str, Any]:
-    """One JSONL request, built exactly as the online call would be (``model`` as the
-    provider names it)."""
-    messages = render_prompt(
-        request.question,
-        request.artifact.text,
-        request.constitution,
-        request.instructions,
-        request.variant,
-    ).as_messages()
-    temperature = judge.temperature
-    if request.variant > 0:
-        temperature = max(temperature, judge.reask_temperature)
-    body: dict[str, Any] = {"model": model, "messages": messages, "temperature": temperature}
+    """One JSONL request, built by the judge exactly as its online call is
+    (``LiteLLMJudge.request_fields``), with ``model`` as the provider names it."""
+    body: dict[str, Any] = {"model": model, **judge.request_fields(request)}
     if judge.samples > 1:
         body["n"] = judge.samples
-    if judge.max_tokens is not None:
-        body["max_tokens"] = judge.max_tokens
-    if judge.constrain_answers:
-        body["grammar"] = answer_grammar(request.question)
     return {"custom_id": key, "method": "POST", "url": "/v1/chat/completions", "body": body}
 
 
@@ -328,24 +312,15 @@ def _answer(
     body = response.get("body")
     if status != 200 or not isinstance(body, dict):
         return f"the batch request failed with status {status}"
-    replies = [
-        str(choice.get("message", {}).get("content") or "")
-        for choice in body.get("choices") or []
-        if isinstance(choice, dict)
-    ]
-    labels: list[str] = []
-    for reply in replies[: judge.samples]:
-        try:
-            labels.append(parse_reply(request.question, reply).label)
-        except JudgeError as exc:
-            problem = str(exc)
-            if not labels and len(replies) == 1:
-                return problem
-    if not labels:
-        return f"question {request.question.id}: no readable reply in the batch"
-    counts = Counter(labels)
-    distribution = {label: n / len(labels) for label, n in sorted(counts.items())}
-    rationale = replies[0].strip()[:1000] if len(labels) == len(replies) else None
+    # Read exactly as the online reply would be: the same answer format (a JSON schema,
+    # log-probabilities or text), the same refusals.
+    try:
+        completion = completion_from_json(body)
+    except (TypeError, ValueError, KeyError, AttributeError) as exc:
+        return f"question {request.question.id}: an unreadable batch reply ({exc})"
+    tallied = judge.read_completion(request.question, completion)
+    if not isinstance(tallied, Answer):
+        return tallied.detail
     base = response_usage(litellm, judge.model, body, batch=True)
     spent = Usage(
         calls=1,
@@ -355,7 +330,7 @@ def _answer(
         cost=base.cost,
         batch_calls=1,
     )
-    return Answer(distribution=distribution, rationale=rationale, usage=spent), spent
+    return dataclasses.replace(tallied, usage=spent), spent
 
 
 def _connection(judge: LiteLLMJudge) -> dict[str, Any]:

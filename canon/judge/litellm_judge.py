@@ -198,20 +198,7 @@ class LiteLLMJudge:
         if self._refusal is not None:
             raise JudgeCredentialError(self._refusal)
         question = request.question
-        messages = render_prompt(
-            question,
-            request.artifact.text,
-            request.constitution,
-            request.instructions,
-            request.variant,
-        ).as_messages()
-        if self._direct is None:  # OpenAI-compatible endpoints cache without markers
-            messages = mark_shared_prefix(
-                load_litellm(), self.model, messages, request.prefix_shares
-            )
-        temperature = self.temperature
-        if request.variant > 0:
-            temperature = max(temperature, self.reask_temperature)
+        fields = self.request_fields(request)
         limiter = current_limiter()
         failure = Failure("transient", "no attempt was made")
         meter = open_meter()  # every response below is counted, failed attempts included
@@ -221,7 +208,7 @@ class LiteLLMJudge:
             attempt += 1
             started = time.monotonic()
             try:
-                completion = await self._sample(messages, question, request.variant, temperature)
+                completion = await self._sample(fields)
             except Exception as exc:
                 failure = self._classify(exc)
                 if failure.kind == "transient" and limiter is not None:
@@ -238,13 +225,7 @@ class LiteLLMJudge:
                     if attempt < budget:
                         await self._back_off(attempt, None, limiter)
                     continue
-                tallied = tally(
-                    question,
-                    completion.replies,
-                    samples=self.samples,
-                    structured=self._structured,
-                    logprobs=self.logprobs,
-                )
+                tallied = self.read_completion(question, completion)
                 if isinstance(tallied, Answer):
                     self._readable = True
                     return attach_usage(tallied, meter)
@@ -333,14 +314,30 @@ class LiteLLMJudge:
                 "in the environment or in a .env file next to canon.yaml"
             )
 
-    async def _sample(
-        self, messages: list[dict[str, str]], question: Question, variant: int, temperature: float
-    ) -> Completion:
-        """``samples`` replies: one request asking for n, topped up if the provider gave fewer."""
-        body = request_body(
+    def request_fields(self, request: JudgeRequest) -> dict[str, Any]:
+        """What this judge sends for ``request``: the messages, the temperature and the
+        answer format asked for (a JSON schema, log-probabilities, a grammar). The online
+        path and batch mode both build their requests here, so a batch asks what an online
+        run would."""
+        self._prepare()
+        messages = render_prompt(
+            request.question,
+            request.artifact.text,
+            request.constitution,
+            request.instructions,
+            request.variant,
+        ).as_messages()
+        if self._direct is None:  # OpenAI-compatible endpoints cache without markers
+            messages = mark_shared_prefix(
+                load_litellm(), self.model, messages, request.prefix_shares
+            )
+        temperature = self.temperature
+        if request.variant > 0:
+            temperature = max(temperature, self.reask_temperature)
+        return request_body(
             messages,
-            question,
-            variant,
+            request.question,
+            request.variant,
             temperature,
             max_tokens=self.max_tokens,
             constrain_answers=self.constrain_answers,
@@ -348,6 +345,20 @@ class LiteLLMJudge:
             logprobs=self.logprobs,
             reasons=self.reasons,
         )
+
+    def read_completion(self, question: Question, completion: Completion) -> Answer | Failure:
+        """A completion's replies as this judge reads them (in the answer format it asked
+        for): the answer, or why there is none. Online replies and batch results alike."""
+        return tally(
+            question,
+            completion.replies,
+            samples=self.samples,
+            structured=self._structured,
+            logprobs=self.logprobs,
+        )
+
+    async def _sample(self, body: dict[str, Any]) -> Completion:
+        """``samples`` replies: one request asking for n, topped up if the provider gave fewer."""
         completion = await self._complete(body, self.samples)
         replies = list(completion.replies)
         # The provider ignored ``n``: ask for the rest one at a time, at most once each, and

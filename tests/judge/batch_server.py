@@ -47,6 +47,7 @@ class BatchServer:
     reply: Reply = default_reply
     online_reply: Reply | None = None  # for chat completions; None: the same as ``reply``
     mode: str = "complete"
+    online_down: bool = False  # True: every chat completion is answered 503 (an outage)
     prompt_tokens: int = PROMPT_TOKENS  # the usage every online completion reports
     cached_tokens: int = 0  # of those, read from the provider's prompt cache
     poll_faults: int = 0  # this many batch polls get a 503 before polls work again
@@ -283,6 +284,9 @@ def _handler(state: BatchServer) -> type[BaseHTTPRequestHandler]:
             elif path.endswith("/chat/completions"):
                 body = json.loads(data or b"{}")
                 state.chat_requests.append(body)
+                if state.online_down:
+                    self._send(503, {"error": {"message": "the service is down"}})
+                    return
                 reply = state.online_reply or state.reply
                 self._send(200, completion(body, reply, state.prompt_tokens, state.cached_tokens))
             else:

@@ -133,7 +133,7 @@ def test_a_failed_batch_whose_online_rest_is_down_leaves_questions_unscored(
 
     async def then_go_offline(*args: Any, **kwargs: Any) -> Any:
         outcome = await original(*args, **kwargs)
-        monkeypatch.setenv("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")  # nothing listens
+        batch_llm.online_down = True  # the provider goes down once the batch has ended
         return outcome
 
     monkeypatch.setattr(batch_module, "_collect", then_go_offline)

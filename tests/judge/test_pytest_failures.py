@@ -73,7 +73,9 @@ def test_an_unusable_judge_option_is_a_fixture_error(project):
     )
     result = project.runpytest_subprocess("-q")
     result.assert_outcomes(errors=1)
-    result.stdout.fnmatch_lines(["*ConfigError: *canon.yaml: judge_options:*transport must be one of*"])
+    result.stdout.fnmatch_lines(
+        ["*ConfigError: *canon.yaml: judge_options:*transport must be one of*"]
+    )
 
 
 def test_a_real_failure_under_a_working_judge_is_still_an_assertion(project, fake_llm):
