@@ -69,6 +69,8 @@ async def score_run(
     # The false-alarm budget is split over every judged cell of the run (or of the whole a
     # run is part of), so each artifact is confirmed as it would be in one pass over all.
     cells = max(budget_cells or 0, judged * len(plan.questions))
+    if baseline is not None and not record:
+        cells = max(cells, suite_cells(plan, baseline))
     done = 0
 
     async def one(artifact: Artifact, found: tuple[GateOutcome, ...]) -> Confirmation:
@@ -91,6 +93,13 @@ async def score_run(
 
     parts = await all_of([one(a, found) for a, found in zip(artifacts, outcomes, strict=True)])
     return merge_confirmations(parts, cells)
+
+
+def suite_cells(plan: ScoringPlan, baseline: Baseline) -> int:
+    """The cells of a suite as its baseline records it: a check splits its false-alarm
+    budget over at least these, whichever door checks it and however many artifacts a door
+    checks at once (``--select``, or one per pytest test)."""
+    return len(baseline.artifacts) * len(plan.questions)
 
 
 def baseline_from_run(plan: ScoringPlan, confirmation: Confirmation) -> Baseline:

@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from canon.check.metric import CoherenceMetric
-from canon.check.pipeline import baseline_from_run, compare_run, score_run
+from canon.check.pipeline import baseline_from_run, compare_run, score_run, suite_cells
 from canon.check.provenance import refuse_changed_judge
 from canon.core.artifact import Artifact, as_artifact
 from canon.core.baseline import Baseline, baseline_to_data, require_same_rubric
@@ -131,7 +131,7 @@ class CanonBaseline:
                 pytrace=False,
             )
         one = dataclasses.replace(baseline, artifacts={key: baseline.artifacts[key]})
-        budget = max(1, len(baseline.artifacts)) * len(plan.questions)
+        budget = suite_cells(plan, baseline)  # the whole suite's, as canon check splits it
         confirmation = run_sync(score_run(plan, [item], rule, baseline=one, budget_cells=budget))
         comparison = compare_run(plan, confirmation, one, self._config.tolerance, rule)
         (result,) = confirmation.results
