@@ -105,7 +105,8 @@ def test_a_legacy_format_1_baseline_still_loads():
 @pytest.mark.parametrize(
     ("mutate", "fragment"),
     [
-        (lambda d: d.update(format=5), "unknown baseline format 5"),
+        (lambda d: d.update(format=6), "written by a newer Canon (baseline format 6)"),
+        (lambda d: d.update(format=0), "unknown baseline format 0"),
         (lambda d: d.update(format=True), "unknown baseline format True"),
         (lambda d: d.pop("judge"), "missing key(s) 'judge'"),
         (lambda d: d.update(extra=1), "unknown key(s) 'extra'"),
@@ -224,9 +225,9 @@ def _with_digest(key: str):
     return dataclasses.replace(_result(key), digest=text_digest(f"the text of {key}"))
 
 
-def test_format_4_records_each_artifact_text_digest():
+def test_format_5_records_each_artifact_text_digest():
     data = baseline_to_data(_baseline([_with_digest("a")]))
-    assert data["format"] == 4 and data["artifacts"]["a"]["digest"] == text_digest("the text of a")
+    assert data["format"] == 5 and data["artifacts"]["a"]["digest"] == text_digest("the text of a")
     assert baseline_from_data(data, source="b.json").artifacts["a"].digest == text_digest(
         "the text of a"
     )

@@ -73,6 +73,8 @@ class Confirmation:
     variations: Mapping[CellKey, tuple[str, ...]] = dataclasses.field(default_factory=dict)
     # Per artifact with replicates, how many responses its first answers pooled.
     replicates: Mapping[str, int] = dataclasses.field(default_factory=dict)
+    # Per artifact that answers a request (``input``), the digest of that request.
+    inputs: Mapping[str, str] = dataclasses.field(default_factory=dict)
 
     @property
     def disagreement_rate(self) -> float | None:
@@ -155,6 +157,7 @@ async def confirm(
         asks=asks,
         variations=variations,
         replicates={a.key: len(a.texts) for a in artifacts if a.replicates},
+        inputs={a.key: a.input_digest for a in artifacts if a.input_digest is not None},
     )
 
 
@@ -165,11 +168,13 @@ def merge_confirmations(parts: Sequence[Confirmation], cells: int) -> Confirmati
     asks: dict[CellKey, int] = {}
     variations: dict[CellKey, tuple[str, ...]] = {}
     replicates: dict[str, int] = {}
+    inputs: dict[str, str] = {}
     for part in parts:
         evidence.update(part.evidence)
         asks.update(part.asks)
         variations.update(part.variations)
         replicates.update(part.replicates)
+        inputs.update(part.inputs)
     return Confirmation(
         results=tuple(r for part in parts for r in part.results),
         evidence=evidence,
@@ -179,6 +184,7 @@ def merge_confirmations(parts: Sequence[Confirmation], cells: int) -> Confirmati
         asks=asks,
         variations=variations,
         replicates=replicates,
+        inputs=inputs,
     )
 
 

@@ -110,29 +110,37 @@ class CoherenceMetric:
         """The score an artifact must reach to be canon."""
         return self._plan.threshold
 
-    async def ascore(self, artifact: object) -> ArtifactResult:
+    async def ascore(
+        self, artifact: object, *, input: object = None, context: object = None
+    ) -> ArtifactResult:
         """Score one artifact (text or Artifact) without blocking the event loop.
 
-        A failing verdict is confirmed by re-asking the judge first (``rule``), so one noisy
-        answer does not make the artifact non-canon.
+        ``input`` is the request it answers (text, or a list of ``{role, content}``
+        messages) and ``context`` what the agent had to work with (text or a list of texts);
+        the judge sees both. A failing verdict is confirmed by re-asking the judge first
+        (``rule``), so one noisy answer does not make the artifact non-canon.
         """
         if self._limiter.tripped is not None:  # a past outage must not doom later calls
             self._limiter = AdaptiveLimiter(self._plan.concurrency)
-        item = as_artifact(artifact)
+        item = as_artifact(artifact, input=input, context=context)
         confirmation = await score_run(self._plan, [item], limiter=self._limiter)
         return confirmation.results[0]
 
-    def score(self, artifact: object) -> ArtifactResult:
-        """Score one artifact (text or Artifact)."""
-        return run_sync(self.ascore(artifact))
+    def score(
+        self, artifact: object, *, input: object = None, context: object = None
+    ) -> ArtifactResult:
+        """Score one artifact (text or Artifact), with the ``input`` and ``context`` it had."""
+        return run_sync(self.ascore(artifact, input=input, context=context))
 
-    def assert_coheres(self, artifact: object) -> ArtifactResult:
+    def assert_coheres(
+        self, artifact: object, *, input: object = None, context: object = None
+    ) -> ArtifactResult:
         """Return the result if the artifact is canon; raise AssertionError naming what failed.
 
         When the judge could not answer and nothing else counts against the artifact, it
         raises JudgeUnavailableError instead: a broken judge is a test error, not a failure.
         """
-        result = self.score(artifact)
+        result = self.score(artifact, input=input, context=context)
         if result.canon:
             return result
         if not fails_on_evidence(result):

@@ -112,6 +112,7 @@ def baseline_from_run(plan: ScoringPlan, confirmation: Confirmation) -> Baseline
         threshold=plan.threshold,
         asks=confirmation.asks,
         replicates=confirmation.replicates,
+        inputs=confirmation.inputs,
     )
 
 

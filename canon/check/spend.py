@@ -24,7 +24,7 @@ from canon.core.baseline import SETTLED_FORMAT, Baseline, recorded_question
 from canon.core.scoring import Answer, ArtifactResult
 from canon.core.usage import UNKNOWN, Usage, UsageSummary, format_cost, summarize
 from canon.errors import BudgetExceededError, ConfigError
-from canon.judge.base import Judge, JudgeRequest
+from canon.judge.base import Judge, JudgeRequest, request_prompt
 from canon.judge.cache import CachingJudge, answer_key
 from canon.judge.usage import ESTIMATED_COMPLETION_TOKENS, count_prompt_tokens, price_of
 
@@ -270,15 +270,8 @@ def estimate_run(
 
 def call_messages(request: JudgeRequest) -> list[dict[str, str]]:
     """The messages the judge sends for a request (as the online path renders them)."""
-    from canon.core.prompt import render_prompt
 
-    return render_prompt(
-        request.question,
-        request.artifact.text,
-        request.constitution,
-        request.instructions,
-        request.variant,
-    ).as_messages()
+    return request_prompt(request).as_messages()
 
 
 def completion_guess(judge: LiteLLMJudge) -> int:

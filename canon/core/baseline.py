@@ -11,11 +11,13 @@ from canon.core.rubric import Question, Rubric
 from canon.core.scoring import ArtifactResult, CellState
 from canon.errors import BaselineError
 
-BASELINE_FORMAT = 4
+BASELINE_FORMAT = 5
 LEGACY_FORMAT = 1  # overall score and gate per artifact only; no per-question rows
 # Format 2 has per-question rows without the answer distribution or the number of asks;
-# format 3 has no text digest (its texts are "unknown": never treated as unchanged).
-READABLE_FORMATS = (1, 2, 3, 4)
+# format 3 has no text digest (its texts are "unknown": never treated as unchanged);
+# format 4 has no input digest (its artifacts answered no recorded request).
+READABLE_FORMATS = (1, 2, 3, 4, 5)
+INPUT_FORMAT = 5  # from here a record may hold the digest of the request it answered
 SETTLED_FORMAT = 4  # from here accept asks every question twice before recording it
 
 _STATES: frozenset[str] = frozenset({"answered", "na", "unscored", "refused"})
@@ -25,6 +27,8 @@ _RECORD_KEYS = frozenset({"score", "gated", "canon", "stopped_by", "questions"})
 _RECORD_KEYS_4 = _RECORD_KEYS | {"digest"}
 # Written only for an artifact judged over several responses (repeated agent runs).
 _OPTIONAL_RECORD_KEYS = frozenset({"replicates"})
+# Written only for an artifact that answers a recorded request (format 5).
+_INPUT_RECORD_KEYS = frozenset({"input"})
 _LEGACY_RECORD_KEYS = frozenset({"score", "gated"})
 _QUESTION_KEYS = frozenset({"score", "confidence", "state", "subject"})
 _QUESTION_KEYS_3 = _QUESTION_KEYS | {"distribution", "asks", "principle"}
@@ -59,6 +63,8 @@ class ArtifactRecord:
     digest: str | None = None  # the text's digest (format 4); None: the text is unknown
     # How many responses of the artifact its answers pooled; None for one response.
     replicates: int | None = None
+    # The digest of the request the artifact answered (format 5); None: it had no input.
+    input: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,11 +95,13 @@ def baseline_from_results(
     threshold: float,
     asks: Mapping[tuple[str, str], int] | None = None,
     replicates: Mapping[str, int] | None = None,
+    inputs: Mapping[str, str] | None = None,
 ) -> Baseline:
     """Record a run as a baseline in the current format.
 
     ``asks`` says how many answers each (artifact, question) cell pooled; one by default.
     ``replicates`` says how many responses an artifact's first answers pooled; one by default.
+    ``inputs`` gives the digest of each artifact's input (the request it answered).
     """
     artifacts: dict[str, ArtifactRecord] = {}
     for result in results:
@@ -120,6 +128,7 @@ def baseline_from_results(
             questions=questions,
             digest=result.digest,
             replicates=count if count > 1 and result.cells else None,
+            input=(inputs or {}).get(result.key),
         )
     return Baseline(
         format=BASELINE_FORMAT,
@@ -159,6 +168,8 @@ def _record_data(record: ArtifactRecord) -> dict[str, Any]:
         data["digest"] = record.digest
     if record.replicates is not None:
         data["replicates"] = record.replicates
+    if record.input is not None:
+        data["input"] = record.input
     return data
 
 
@@ -180,7 +191,7 @@ def _question_data(question: QuestionRecord) -> dict[str, Any]:
 
 
 def baseline_from_data(data: object, *, source: str) -> Baseline:
-    """Validate parsed baseline JSON (formats 1 to 4); BaselineError names what is wrong."""
+    """Validate parsed baseline JSON (formats 1 to 5); BaselineError names what is wrong."""
     if not isinstance(data, Mapping):
         raise BaselineError(f"{source}: a baseline is a JSON object, got {_kind(data)}")
     version = data.get("format")
@@ -245,6 +256,8 @@ def _legacy_record(raw: object, where: str) -> ArtifactRecord:
 
 def _record(raw: object, where: str, version: int) -> ArtifactRecord:
     allowed = _RECORD_KEYS_4 if version >= SETTLED_FORMAT else _RECORD_KEYS
+    if version >= INPUT_FORMAT:
+        allowed = allowed | _INPUT_RECORD_KEYS
     fields = _fields(raw, where, allowed | _OPTIONAL_RECORD_KEYS, _RECORD_KEYS)
     stopped_by = fields["stopped_by"]
     if stopped_by is not None and not _one_of(stopped_by, _STOPPERS):
@@ -267,6 +280,7 @@ def _record(raw: object, where: str, version: int) -> ArtifactRecord:
         },
         digest=_optional_text(fields.get("digest"), f"{where}: digest"),
         replicates=_replicates(fields.get("replicates"), f"{where}: replicates"),
+        input=_optional_text(fields.get("input"), f"{where}: input"),
     )
 
 

@@ -5,8 +5,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from canon.core.artifact import Artifact
+from canon.core.artifact import Artifact, input_text
 from canon.core.constitution import Constitution
+from canon.core.prompt import JudgePrompt, render_prompt
 from canon.core.rubric import Question
 from canon.core.scoring import Answer
 
@@ -26,6 +27,22 @@ class JudgeRequest:
     # How many requests about this artifact share this prompt's prefix (this one included);
     # a model judge marks the prefix for the provider's prompt cache only when it is > 1.
     prefix_shares: int = 1
+
+
+def request_prompt(request: JudgeRequest) -> JudgePrompt:
+    """The prompt a request puts to a model judge: the question about the artifact (the
+    response it shows), with the request it answers and its context. Sending, caching,
+    batching and estimating all render it here."""
+    artifact = request.artifact
+    return render_prompt(
+        request.question,
+        artifact.text,
+        request.constitution,
+        request.instructions,
+        request.variant,
+        request=None if artifact.input is None else input_text(artifact.input),
+        context=artifact.context,
+    )
 
 
 @runtime_checkable

@@ -30,10 +30,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from canon.core.prompt import render_prompt
 from canon.core.scoring import Answer, score_cell
 from canon.errors import CacheError, JudgeError
-from canon.judge.base import Judge, JudgeRequest
+from canon.judge.base import Judge, JudgeRequest, request_prompt
 
 # Bump when the key or the stored form changes: old entries then simply stop matching.
 CACHE_FORMAT = 2
@@ -57,13 +56,7 @@ class IdentifiedJudge(Judge, Protocol):
 
 def answer_key(identity: Mapping[str, Any], request: JudgeRequest) -> str:
     """The digest an answer is stored under: the judge's identity and the exact prompt."""
-    prompt = render_prompt(
-        request.question,
-        request.artifact.text,
-        request.constitution,
-        request.instructions,
-        request.variant,
-    )
+    prompt = request_prompt(request)
     material = json.dumps(
         [CACHE_FORMAT, dict(identity), request.variant, prompt.as_messages()],
         sort_keys=True,

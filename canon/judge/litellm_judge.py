@@ -31,7 +31,6 @@ import random
 import time
 from typing import Any, Literal
 
-from canon.core.prompt import render_prompt
 from canon.core.rubric import Question
 from canon.core.scoring import Answer
 from canon.core.usage import Usage, total
@@ -43,7 +42,7 @@ from canon.errors import (
     JudgeUnavailableError,
     UsageError,
 )
-from canon.judge.base import JudgeRequest
+from canon.judge.base import JudgeRequest, request_prompt
 from canon.judge.concurrency import AdaptiveLimiter, current_limiter
 from canon.judge.failures import (
     Failure,
@@ -320,13 +319,7 @@ class LiteLLMJudge:
         path and batch mode both build their requests here, so a batch asks what an online
         run would."""
         self._prepare()
-        messages = render_prompt(
-            request.question,
-            request.artifact.text,
-            request.constitution,
-            request.instructions,
-            request.variant,
-        ).as_messages()
+        messages = request_prompt(request).as_messages()
         if self._direct is None:  # OpenAI-compatible endpoints cache without markers
             messages = mark_shared_prefix(
                 load_litellm(), self.model, messages, request.prefix_shares

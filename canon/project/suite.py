@@ -9,19 +9,21 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from canon.core.artifact import Artifact
+from canon.core.artifact import Artifact, context_from, input_from
 from canon.errors import InputError
 from canon.gates.policy import MAX_INPUT_BYTES, PolicyError, decode_json_bytes
 from canon.project.store import loads_strict, read_bytes, read_text, read_yaml
 
-_ENTRY_KEYS = frozenset({"id", "text", "response", "trace"})
+_ENTRY_KEYS = frozenset({"id", "text", "input", "context", "response", "trace"})
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 CSV_SUFFIXES = (".csv",)
 
 
 def read_suite(path: Path, *, roots: Sequence[Path] | None = None) -> tuple[Artifact, ...]:
-    """Read a suite file: entries with ``text`` and optional ``id``, ``response`` (inline
-    JSON value or a .json path) and ``trace`` (a .json path).
+    """Read a suite file: entries with ``text`` and optional ``id``, ``input`` (the request
+    the text answers: text, or a list of ``{role, content}`` messages), ``context`` (text or
+    a list of texts the agent worked from), ``response`` (inline JSON value or a .json path)
+    and ``trace`` (a .json path).
 
     YAML holds them under ``artifacts:``; a ``.jsonl`` file has one per line; a ``.csv``
     file has a header row naming the columns. With ``roots``, every response and trace file
@@ -76,7 +78,18 @@ def _entry(item: object, index: int, suite: Path, roots: tuple[Path, ...] | None
         if not isinstance(trace, str) or not trace.strip():
             raise InputError(f"{where}: 'trace' must be the path of a trace file")
         trace = _inside(suite.parent / trace, roots, where, "trace")
-    return Artifact(texts[0], response=response, trace=trace, id=ident, replicates=texts[1:])
+    given = item.get("input")
+    request = None if given is None else input_from(given, where)
+    context = context_from(item.get("context", ()), where)
+    return Artifact(
+        texts[0],
+        response=response,
+        trace=trace,
+        id=ident,
+        replicates=texts[1:],
+        input=request,
+        context=context,
+    )
 
 
 def _texts(value: object, where: str) -> tuple[str, ...]:
@@ -117,7 +130,8 @@ def _jsonl_entries(path: Path) -> list[Any]:
 
 
 def _csv_entries(path: Path) -> list[Any]:
-    """A header row naming columns (``text`` required), then one artifact per row."""
+    """A header row naming columns (``text`` required), then one artifact per row; an
+    ``input`` or ``context`` cell is one text."""
     text = read_text(path, "suite").removeprefix("\ufeff")  # spreadsheets often add a BOM
     reader = csv.DictReader(io.StringIO(text, newline=""), strict=True)
     try:

@@ -104,12 +104,20 @@ class CanonBaseline:
         self._recorder = recorder  # keeps each verdict for --canon-otel
         self._count = 0
 
-    def check(self, artifact: object, *, id: str | None = None) -> ArtifactResult:
-        """Compare one artifact with its baseline record (or record it under --canon-accept)."""
+    def check(
+        self,
+        artifact: object,
+        *,
+        id: str | None = None,
+        input: object = None,
+        context: object = None,
+    ) -> ArtifactResult:
+        """Compare one artifact with its baseline record (or record it under --canon-accept);
+        ``input`` and ``context`` are what it answered and what the agent had."""
         self._count += 1
-        item = as_artifact(artifact)
+        item = as_artifact(artifact, input=input, context=context)
         key = id or item.id or f"{self._node.nodeid}#{self._count}"
-        item = Artifact(item.text, response=item.response, trace=item.trace, id=key)
+        item = dataclasses.replace(item, id=key)
         plan, rule = self._metric.plan, self._metric.rule
         baseline = self._session.load(self._config)
         if baseline is not None:

@@ -131,9 +131,11 @@ class ReportingMetric(CoherenceMetric):
         metric._recorder = recorder
         return metric
 
-    async def ascore(self, artifact: object) -> ArtifactResult:
+    async def ascore(
+        self, artifact: object, *, input: object = None, context: object = None
+    ) -> ArtifactResult:
         """Score as CoherenceMetric does, and keep the verdict for the session's events."""
-        item = as_artifact(artifact)
+        item = as_artifact(artifact, input=input, context=context)
         result = await super().ascore(item)
         self._recorder.add(self.plan, item, result, suite=METRIC_SUITE)
         return result
