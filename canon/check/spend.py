@@ -370,3 +370,24 @@ class BudgetJudge:
             return  # no reply came (a timeout, a refused connection): nothing to pay
         self.calls += 1
         self.spent += reserved if spent.cost is None else spent.cost
+
+
+def estimate_requests(
+    plan: ScoringPlan, requests: Sequence[JudgeRequest], *, batch: bool = False
+) -> Estimate:
+    """What sending exactly these requests (none cached, none stopped) would ask and cost,
+    asking nothing: for commands that list their own requests (``canon calibrate``)."""
+    judge = model_judge(plan.judge)
+    if judge is None:  # a scripted judge answers for free
+        return Estimate(plan.judge.name, len(requests), 0, 0, 0, 0, 0.0, False, True)
+    from canon.judge.litellm_module import load_litellm
+
+    litellm = load_litellm()
+    prompt_tokens = sum(
+        count_prompt_tokens(litellm, judge.model, call_messages(request)) for request in requests
+    )
+    completion_tokens = len(requests) * judge.samples * completion_guess(judge)
+    cost = price_of(litellm, judge.model, prompt_tokens, completion_tokens, batch=batch)
+    return Estimate(
+        judge.name, len(requests), len(requests), 0, prompt_tokens, completion_tokens, cost, batch
+    )
