@@ -28,7 +28,7 @@ from canon.core.prompt import choice_order
 from canon.core.rubric import Question
 from canon.core.stats import wilson_ci
 from canon.core.usage import Usage, UsageSummary, summarize
-from canon.errors import JudgeError, JudgeScriptError, UsageError
+from canon.errors import JudgeError, JudgeScriptError, JudgeUnavailableError, UsageError
 from canon.judge.base import JudgeRequest
 
 MAX_SENSIBLE_FLIP_RATE = 0.3  # beyond this, re-asking costs more than a better judge
@@ -66,6 +66,10 @@ class Calibration:
     paraphrase: dict[str, FlipTally] = dataclasses.field(default_factory=dict)
     order: dict[str, FlipTally] = dataclasses.field(default_factory=dict)
     usage: UsageSummary = dataclasses.field(default_factory=UsageSummary)  # what was spent
+    # Of ``failed``, the answers an unavailable judge (an outage, not a refusal) left out, and
+    # the first such failure's message.
+    unavailable: int = 0
+    first_unavailable: str | None = None
 
     @property
     def recommended_flip_rate(self) -> float:
@@ -181,6 +185,7 @@ async def ask_sample(
     """Send each cell's requests (``calibration_cells``) and tally the answers."""
     limiter = asyncio.Semaphore(max(1, concurrency))
     spent: list[tuple[str, Usage | None]] = []
+    outages: list[str] = []
     done = 0
 
     async def ask(request: JudgeRequest) -> str | None:
@@ -193,6 +198,8 @@ async def ask_sample(
             except JudgeError as exc:
                 if exc.usage is not None:  # a failed answer still pays for its attempts
                     spent.append((kind, exc.usage))
+                if isinstance(exc, JudgeUnavailableError):
+                    outages.append(str(exc))
                 return None
         spent.append((kind, answer.usage))
         return max(sorted(answer.distribution), key=lambda label: answer.distribution[label])
@@ -224,6 +231,8 @@ async def ask_sample(
         paraphrase={k: FlipTally(*v) for k, v in sorted(paraphrase.items())},
         order={k: FlipTally(*v) for k, v in sorted(order.items())},
         usage=summarize(spent),
+        unavailable=len(outages),
+        first_unavailable=outages[0] if outages else None,
     )
 
 

@@ -19,6 +19,7 @@ from canon.check.spend import estimate_requests, refuse_over_budget
 from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
 from canon.cli.run import build_plan, format_option, load_run, quiet_option, suite_option
 from canon.cli.spending import estimate_option, print_estimate
+from canon.errors import JudgeUnavailableError
 from canon.judge.sync import run_sync
 from canon.project.store import dump_json
 from canon.report.text import printable
@@ -85,6 +86,12 @@ def calibrate(
         sys.stdout.write(dump_json(calibration_document(found, config.rule.flip_rate)))
     else:
         click.echo(render_calibration(found, config.rule.flip_rate), nl=False)
+    if found.unavailable:  # a measurement with answers missing is no measurement to act on
+        raise JudgeUnavailableError(
+            f"the judge was unavailable for {found.unavailable} answer(s), left out of the "
+            f'rates above (first: {found.first_unavailable}); run "canon calibrate" again '
+            "when the judge is reachable"
+        )
 
 
 def _tally(tally: FlipTally) -> str:
@@ -133,6 +140,7 @@ def calibration_document(found: Calibration, assumed: float) -> dict[str, Any]:
         "cells": found.cells,
         "repeats": found.repeats,
         "failed_answers": found.failed,
+        "unavailable_answers": found.unavailable,
         "by_kind": {k: tally(t) for k, t in found.by_kind.items()},
         "by_question": {k: tally(t) for k, t in found.by_question.items()},
         "paraphrase_stability": {k: tally(t) for k, t in found.paraphrase.items()},

@@ -11,8 +11,9 @@ from typing import Any
 import pytest
 
 from support.cli import invoke_here as _canon
+from support.cli import run_canon
 from support.helper_modules import load_helper
-from support.model_judge import PRICED_JUDGE
+from support.model_judge import MODEL_JUDGE, PRICED_JUDGE, model_env, model_project
 
 batch_server = load_helper("judge/batch_server.py")
 
@@ -162,3 +163,20 @@ def test_rejudge_estimate_counts_the_run_and_the_report_shows_its_usage(priced_p
     assert text[-2] == "judge usage: 0 call(s), 0 prompt + 0 completion tokens, cost $0.0000; " + (
         "30 answer(s) without a call"
     )
+
+
+def test_calibrate_on_an_outage_names_the_cause_and_exits_3(tmp_path, fake_llm):
+    project = model_project(
+        tmp_path,
+        MODEL_JUDGE + "suite: suite.yaml\njudge_options:\n  max_attempts: 1\n",
+    )
+    fake_llm.script("", "ANSWER: yes", always="500")
+    done = run_canon(project, *CALIBRATE, "--format", "json", env=model_env(fake_llm.base_url))
+    assert done.returncode == 3, done.stderr
+    document = json.loads(done.stdout)  # the report is still printed, and says what is missing
+    asked = len(fake_llm.requests)
+    assert document["unavailable_answers"] == document["failed_answers"] == asked > 0
+    assert document["usage"]["calls"] == 0  # no reply came: nothing was billed
+    error = done.stderr.strip().splitlines()[-1]
+    assert error.startswith(f"canon: error: the judge was unavailable for {asked} answer(s)")
+    assert "500" in error and 'run "canon calibrate" again' in error
