@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from support.cli import copy_example, one_error_line, run_canon
+from support.cli import copy_example, invoke_in, one_error_line, run_canon
 from support.cli import invoke_quietly as _canon
 
 BASELINE = Path("baselines") / "suite.json"
@@ -183,3 +183,14 @@ def test_rejudge_refuses_a_score_only_baseline_before_asking(project):
     result = _canon(project, "rejudge", "--judge", "mock:strict-judge.yaml")
     assert result.exit_code == 2
     assert "is a format 1 baseline (overall scores only)" in one_error_line(result)
+
+
+def test_rejudge_shows_a_progress_line_per_artifact_unless_quiet(project):
+    result = invoke_in(project, "rejudge", "--judge", "mock:strict-judge.yaml")
+    assert result.exit_code == 0, result.output
+    progress = [line for line in result.stderr.splitlines() if line.startswith("[")]
+    # one line per artifact as it is answered, counting up to all three
+    assert [line.split()[0] for line in progress] == ["[1/3]", "[2/3]", "[3/3]"]
+    keys = sorted(line.split()[1] for line in progress)
+    assert keys == ["duplicate-charge", "large-refund", "roaming-question"]
+    assert _canon(project, "rejudge", "--judge", "mock:strict-judge.yaml").stderr == ""

@@ -11,6 +11,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from canon.check.confirm import Confirmation
 from canon.check.pipeline import score_run
 from canon.check.runner import DEFAULT_CONCURRENCY, ScoringPlan
 from canon.check.spend import run_usage
@@ -99,7 +100,16 @@ async def align_run(
     """Ask the judge about every labelled artifact and compare its answers with the labels."""
     judge_only, chosen = align_scope(plan, artifacts, labels)
     confirmation = await score_run(judge_only, chosen, rule, concurrency=concurrency)
-    found = compare_labels(plan.questions, confirmation.results, labels)
+    return alignment_of(plan.questions, confirmation, labels)
+
+
+def alignment_of(
+    questions: Sequence[Question],
+    confirmation: Confirmation,
+    labels: Mapping[str, Mapping[str, str]],
+) -> Alignment:
+    """The judge's run (over ``align_scope``) measured against the labels, with what it spent."""
+    found = compare_labels(questions, confirmation.results, labels)
     return dataclasses.replace(
         found, reasks=confirmation.reasks, usage=run_usage(confirmation.results)
     )

@@ -95,8 +95,16 @@ async def rejudge_run(
     concurrency: int = DEFAULT_CONCURRENCY,
 ) -> Rejudged:
     """Score the suite's artifacts the baseline recorded with ``plan``'s (new) judge."""
-    chosen = rejudge_scope(artifacts, baseline)
-    present = {a.key for a in chosen}
-    confirmation = await score_run(plan, chosen, rule, concurrency=concurrency)
+    confirmation = await score_run(
+        plan, rejudge_scope(artifacts, baseline), rule, concurrency=concurrency
+    )
+    return rejudged(plan.questions, baseline, confirmation)
+
+
+def rejudged(
+    questions: Sequence[Question], baseline: Baseline, confirmation: Confirmation
+) -> Rejudged:
+    """The new judge's run (over ``rejudge_scope``) measured against the baseline's answers."""
+    present = {result.key for result in confirmation.results}
     missing = tuple(sorted(k for k in baseline.artifacts if k not in present))
-    return Rejudged(confirmation, old_vs_new(plan.questions, baseline, confirmation), missing)
+    return Rejudged(confirmation, old_vs_new(questions, baseline, confirmation), missing)

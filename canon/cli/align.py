@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from canon.check.align import align_run, align_scope
+from canon.check.align import align_scope, alignment_of
 from canon.cli.alignment_check import provenance_of
 from canon.cli.baseline import baseline_path, shown
 from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
@@ -17,12 +17,12 @@ from canon.cli.run import (
     load_run,
     no_cache_option,
     quiet_option,
+    score_with_progress,
     suite_option,
     text_or_json_option,
 )
 from canon.cli.spending import estimate_option, prepare_spending, show_estimate
 from canon.errors import InputError, JudgeUnavailableError
-from canon.judge.sync import run_sync
 from canon.project.alignment_store import alignment_path, write_alignment
 from canon.project.labels import read_labels
 from canon.project.store import dump_json
@@ -80,9 +80,8 @@ def align(
         click.echo(
             f"canon align: asking the judge about {len(labelled)} labelled artifact(s)", err=True
         )
-    found = run_sync(
-        align_run(scoped, labelled, labels.labels, config.rule, concurrency=config.concurrency)
-    )
+    confirmation = score_with_progress(config, scoped, labelled, quiet)
+    found = alignment_of(plan.questions, confirmation, labels.labels)
     if found.unscored:
         first = found.unscored[0]
         raise JudgeUnavailableError(

@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from canon.check.pipeline import baseline_from_run
-from canon.check.rejudge import rejudge_run, rejudge_scope
+from canon.check.rejudge import rejudge_scope, rejudged
 from canon.cli.baseline import baseline_path, read_baseline, shown
 from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
 from canon.cli.run import (
@@ -17,13 +17,13 @@ from canon.cli.run import (
     load_run,
     no_cache_option,
     quiet_option,
+    score_with_progress,
     suite_option,
     text_or_json_option,
 )
 from canon.cli.spending import estimate_option, prepare_spending, show_estimate
 from canon.core.baseline import baseline_to_data, require_same_rubric
 from canon.errors import BaselineError, InputError, JudgeUnavailableError
-from canon.judge.sync import run_sync
 from canon.project.judge_factory import MOCK_PREFIX
 from canon.project.store import dump_json, write_json_atomic
 from canon.report.align import rejudge_document, render_rejudge
@@ -98,9 +98,8 @@ def rejudge(
             f"canon rejudge: asking {plan.judge.name} about {len(chosen)} baseline artifact(s)",
             err=True,
         )
-    found = run_sync(
-        rejudge_run(plan, chosen, baseline, config.rule, concurrency=config.concurrency)
-    )
+    confirmation = score_with_progress(new_config, plan, chosen, quiet)
+    found = rejudged(plan.questions, baseline, confirmation)
     results = found.confirmation.results
     unanswered = [(r.key, c) for r in results for c in r.unscored]
     if unanswered:
