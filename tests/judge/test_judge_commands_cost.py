@@ -149,9 +149,12 @@ def test_align_estimate_and_budget_count_artifacts_a_gate_would_stop(priced_proj
 def test_rejudge_estimate_counts_the_run_and_the_report_shows_its_usage(priced_project, batch_llm):
     (priced_project / "canon.yaml").write_text(MOCK_JUDGE + "suite: suite.yaml\n")
     assert _canon("accept", "--quiet").exit_code == 0
+    baseline = priced_project / "canon" / "baselines" / "suite.json"
+    before = baseline.read_bytes()
     new_judge = ("rejudge", "--judge", "openai:gpt-4o-mini")
-    estimate = _estimated(*new_judge)
+    estimate = _estimated(*new_judge, "--accept")  # an estimate accepts nothing
     assert batch_llm.chat_requests == [] and estimate["calls"] == 3 * 10
+    assert baseline.read_bytes() == before
     assert estimate["judge"] == "openai/gpt-4o-mini"
     document = _json(*new_judge, "--quiet")
     assert len(batch_llm.chat_requests) == estimate["calls"]
