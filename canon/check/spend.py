@@ -221,29 +221,13 @@ def estimate_run(
     ``record`` (accept) the second look at every question."""
     reasks = planned_looks(plan, artifacts, baseline=baseline, record=record)
     pending, cached, stopped = pending_requests(plan, artifacts, reasks)
-    pending_reasks = sum(request.variant > 0 for _, request in pending)
-    judge = model_judge(plan.judge)
-    if judge is None:  # a scripted judge answers for free
-        questions = len(pending) + cached
-        return Estimate(plan.judge.name, questions, 0, stopped, 0, 0, 0.0, False, True)
-    from canon.judge.litellm_module import load_litellm
-
-    litellm = load_litellm()
-    prompt_tokens = sum(
-        count_prompt_tokens(litellm, judge.model, call_messages(request)) for _, request in pending
-    )
-    completion_tokens = len(pending) * judge.samples * completion_guess(judge)
-    cost = price_of(litellm, judge.model, prompt_tokens, completion_tokens, batch=batch)
-    return Estimate(
-        judge.name,
-        len(pending) + cached,
-        len(pending),
-        stopped,
-        prompt_tokens,
-        completion_tokens,
-        cost,
-        batch,
-        reasks=pending_reasks,
+    return estimate_requests(
+        plan,
+        [request for _, request in pending],
+        batch=batch,
+        cached=cached,
+        stopped=stopped,
+        reasks=sum(request.variant > 0 for _, request in pending),
     )
 
 
@@ -373,13 +357,22 @@ class BudgetJudge:
 
 
 def estimate_requests(
-    plan: ScoringPlan, requests: Sequence[JudgeRequest], *, batch: bool = False
+    plan: ScoringPlan,
+    requests: Sequence[JudgeRequest],
+    *,
+    batch: bool = False,
+    cached: int = 0,
+    stopped: int = 0,
+    reasks: int = 0,
 ) -> Estimate:
-    """What sending exactly these requests (none cached, none stopped) would ask and cost,
-    asking nothing: for commands that list their own requests (``canon calibrate``)."""
+    """What sending exactly these requests would ask and cost, asking nothing (besides them,
+    ``cached`` questions the cache answers and ``stopped`` artifacts; ``reasks`` of the
+    requests are confirmation re-asks): ``estimate_run``'s pricing, and the estimate of a
+    command that lists its own requests (``canon calibrate``)."""
     judge = model_judge(plan.judge)
+    questions = len(requests) + cached
     if judge is None:  # a scripted judge answers for free
-        return Estimate(plan.judge.name, len(requests), 0, 0, 0, 0, 0.0, False, True)
+        return Estimate(plan.judge.name, questions, 0, stopped, 0, 0, 0.0, False, True)
     from canon.judge.litellm_module import load_litellm
 
     litellm = load_litellm()
@@ -389,5 +382,13 @@ def estimate_requests(
     completion_tokens = len(requests) * judge.samples * completion_guess(judge)
     cost = price_of(litellm, judge.model, prompt_tokens, completion_tokens, batch=batch)
     return Estimate(
-        judge.name, len(requests), len(requests), 0, prompt_tokens, completion_tokens, cost, batch
+        judge.name,
+        questions,
+        len(requests),
+        stopped,
+        prompt_tokens,
+        completion_tokens,
+        cost,
+        batch,
+        reasks=reasks,
     )
