@@ -10,12 +10,14 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from canon.check.calibrate import calibrate, paraphrases, reorderings
+from canon.check.calibrate import calibrate, calibration_cells, paraphrases, reorderings
 from canon.check.runner import ScoringPlan
 from canon.cli import main
 from canon.core.artifact import Artifact
 from canon.core.constitution import Constitution, Principle
 from canon.core.rubric import Question
+from canon.core.scoring import Answer
+from canon.judge.base import JudgeRequest
 from canon.judge.mock import MockJudge, _match
 from canon.project.store import load_rubric
 
@@ -90,3 +92,35 @@ def test_canon_calibrate_prints_both_stabilities(tmp_path, monkeypatch):
 @pytest.mark.parametrize("question", RUBRIC.questions_for(CONSTITUTION))
 def test_every_question_has_three_wordings_to_calibrate(question):
     assert len(paraphrases(question)) == 3
+
+
+def test_the_run_sends_exactly_the_requests_its_estimate_counts():
+    sent: list[JudgeRequest] = []
+    judge = MockJudge(_biased)
+
+    class Recording:
+        name = "recording"
+
+        async def answer(self, request: JudgeRequest) -> Answer:
+            sent.append(request)
+            return await judge.answer(request)
+
+    plan = ScoringPlan(CONSTITUTION, RUBRIC, Recording(), 0.5)
+    artifacts = [Artifact(f"Reply {i}.", id=f"a{i}") for i in range(4)]
+    listed = calibration_cells(plan, artifacts, cells=9, repeats=3, seed=2)
+    done: list[tuple[int, int, str]] = []
+    found = asyncio.run(
+        calibrate(
+            plan,
+            artifacts,
+            cells=9,
+            repeats=3,
+            seed=2,
+            on_cell=lambda d, t, cell: done.append((d, t, cell.question.id)),
+        )
+    )
+    expected = [request for cell in listed for request in cell.requests]
+    assert sorted(map(repr, sent)) == sorted(map(repr, expected))
+    assert [(d, t) for d, t, _ in done] == [(i, 9) for i in range(1, 10)]
+    assert sorted(q for *_, q in done) == sorted(cell.question.id for cell in listed)
+    assert found.usage.reused == len(expected) and found.usage.run.calls == 0

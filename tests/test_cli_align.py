@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-import canon.cli.run as run_cli
+import canon.check.plan as plan_module
 from canon.core.rubric import Question
 from canon.errors import JudgeUnavailableError
 from canon.judge.mock import MockJudge
 
+from support.cli import invoke_in, one_error_line, run_canon
 from support.cli import invoke_quietly as _canon
-from support.cli import one_error_line, run_canon
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 ALIGNMENT = Path("baselines") / "suite.alignment.json"
@@ -73,7 +73,7 @@ def project(tmp_path: Path) -> Path:
 def _judge(monkeypatch, script) -> MockJudge:
     """Every command of the run asks this MockJudge, under the configured script's name."""
     judge = MockJudge(script, name="mock:judge-script.yaml")
-    monkeypatch.setattr(run_cli, "judge_from_spec", lambda spec, **_: judge)
+    monkeypatch.setattr(plan_module, "judge_from_spec", lambda spec, **_: judge)
     return judge
 
 
@@ -363,3 +363,14 @@ def test_a_newly_non_canon_artifact_names_the_gate_and_an_undefined_kappa(projec
         "  - judge not validated on this question: G (kappa is undefined on its 8 label(s): "
         "both raters gave one answer only)"
     ) in result.stdout.splitlines()
+
+
+def test_align_shows_a_progress_line_per_labelled_artifact_unless_quiet(project, monkeypatch):
+    _judge(monkeypatch, _script)
+    result = invoke_in(project, "align")
+    assert result.exit_code == 0, result.output
+    progress = [line for line in result.stderr.splitlines() if line.startswith("[")]
+    # one line per artifact as it is answered, counting up to all eight
+    assert [line.split()[0] for line in progress] == [f"[{i}/8]" for i in range(1, 9)]
+    assert sorted(line.split()[1] for line in progress) == sorted(TEXTS)
+    assert _canon(project, "align").stderr == ""

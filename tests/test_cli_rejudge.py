@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from support.cli import copy_example, one_error_line, run_canon
+from support.cli import copy_example, invoke_in, one_error_line, run_canon
 from support.cli import invoke_quietly as _canon
 
 BASELINE = Path("baselines") / "suite.json"
@@ -156,7 +156,7 @@ def test_rejudge_needs_a_judge(project):
 
 
 def test_a_new_judge_that_cannot_answer_exits_3_and_writes_nothing(project, monkeypatch):
-    import canon.cli.run as run_cli
+    import canon.check.plan as plan_module
     from canon.errors import JudgeUnavailableError
     from canon.judge.mock import MockJudge
 
@@ -165,7 +165,7 @@ def test_a_new_judge_that_cannot_answer_exits_3_and_writes_nothing(project, monk
             raise JudgeUnavailableError("connection refused")
         return "n/a" if question.id == "tradeoff" else ("no" if question.id == "G" else "yes")
 
-    monkeypatch.setattr(run_cli, "judge_from_spec", lambda spec, **_: MockJudge(down, name="x"))
+    monkeypatch.setattr(plan_module, "judge_from_spec", lambda spec, **_: MockJudge(down, name="x"))
     before = (project / BASELINE).read_bytes()
     result = _canon(project, "rejudge", "--judge", "mock:strict-judge.yaml", "--accept")
     assert result.exit_code == 3
@@ -183,3 +183,14 @@ def test_rejudge_refuses_a_score_only_baseline_before_asking(project):
     result = _canon(project, "rejudge", "--judge", "mock:strict-judge.yaml")
     assert result.exit_code == 2
     assert "is a format 1 baseline (overall scores only)" in one_error_line(result)
+
+
+def test_rejudge_shows_a_progress_line_per_artifact_unless_quiet(project):
+    result = invoke_in(project, "rejudge", "--judge", "mock:strict-judge.yaml")
+    assert result.exit_code == 0, result.output
+    progress = [line for line in result.stderr.splitlines() if line.startswith("[")]
+    # one line per artifact as it is answered, counting up to all three
+    assert [line.split()[0] for line in progress] == ["[1/3]", "[2/3]", "[3/3]"]
+    keys = sorted(line.split()[1] for line in progress)
+    assert keys == ["duplicate-charge", "large-refund", "roaming-question"]
+    assert _canon(project, "rejudge", "--judge", "mock:strict-judge.yaml").stderr == ""

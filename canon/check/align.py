@@ -11,14 +11,17 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from canon.check.confirm import Confirmation
 from canon.check.pipeline import score_run
 from canon.check.runner import DEFAULT_CONCURRENCY, ScoringPlan
+from canon.check.spend import run_usage
 from canon.core.agreement import LabelPair, QuestionAgreement, agreement, modal_label
 from canon.core.alignment import AlignmentRecord, Provenance, agreement_to_data
 from canon.core.artifact import Artifact
 from canon.core.evidence import DecisionRule
 from canon.core.rubric import Question
 from canon.core.scoring import ArtifactResult
+from canon.core.usage import UsageSummary
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +41,7 @@ class Alignment:
     artifacts: int  # labelled artifacts the judge was asked about
     unscored: tuple[Unscored, ...] = ()
     reasks: int = 0  # confirmation re-asks spent
+    usage: UsageSummary = dataclasses.field(default_factory=UsageSummary)  # what was spent
 
     def record(
         self, provenance: Provenance, *, rubric_version: str, labels: str
@@ -75,6 +79,16 @@ def compare_labels(
     return Alignment(found, len(results), tuple(unscored))
 
 
+def align_scope(
+    plan: ScoringPlan,
+    artifacts: Sequence[Artifact],
+    labels: Mapping[str, Mapping[str, str]],
+) -> tuple[ScoringPlan, list[Artifact]]:
+    """What ``canon align`` scores: the labelled artifacts, under the plan without its gates.
+    The run, its budget check and ``--estimate`` all start from this one pair."""
+    return dataclasses.replace(plan, gates=()), [a for a in artifacts if a.key in labels]
+
+
 async def align_run(
     plan: ScoringPlan,
     artifacts: Sequence[Artifact],
@@ -84,8 +98,18 @@ async def align_run(
     concurrency: int = DEFAULT_CONCURRENCY,
 ) -> Alignment:
     """Ask the judge about every labelled artifact and compare its answers with the labels."""
-    chosen = [a for a in artifacts if a.key in labels]
-    judge_only = dataclasses.replace(plan, gates=())
+    judge_only, chosen = align_scope(plan, artifacts, labels)
     confirmation = await score_run(judge_only, chosen, rule, concurrency=concurrency)
-    found = compare_labels(plan.questions, confirmation.results, labels)
-    return dataclasses.replace(found, reasks=confirmation.reasks)
+    return alignment_of(plan.questions, confirmation, labels)
+
+
+def alignment_of(
+    questions: Sequence[Question],
+    confirmation: Confirmation,
+    labels: Mapping[str, Mapping[str, str]],
+) -> Alignment:
+    """The judge's run (over ``align_scope``) measured against the labels, with what it spent."""
+    found = compare_labels(questions, confirmation.results, labels)
+    return dataclasses.replace(
+        found, reasks=confirmation.reasks, usage=run_usage(confirmation.results)
+    )

@@ -18,7 +18,7 @@ import asyncio
 import dataclasses
 import math
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from canon.check.runner import DEFAULT_CONCURRENCY, ScoringPlan
@@ -27,7 +27,8 @@ from canon.core.evidence import DEFAULT_FLIP_RATE
 from canon.core.prompt import choice_order
 from canon.core.rubric import Question
 from canon.core.stats import wilson_ci
-from canon.errors import JudgeError, JudgeScriptError, UsageError
+from canon.core.usage import Usage, UsageSummary, summarize
+from canon.errors import JudgeError, JudgeScriptError, JudgeUnavailableError, UsageError
 from canon.judge.base import JudgeRequest
 
 MAX_SENSIBLE_FLIP_RATE = 0.3  # beyond this, re-asking costs more than a better judge
@@ -64,6 +65,11 @@ class Calibration:
     # Per question kind: answers across the question's wordings, and across choice orders.
     paraphrase: dict[str, FlipTally] = dataclasses.field(default_factory=dict)
     order: dict[str, FlipTally] = dataclasses.field(default_factory=dict)
+    usage: UsageSummary = dataclasses.field(default_factory=UsageSummary)  # what was spent
+    # Of ``failed``, the answers an unavailable judge (an outage, not a refusal) left out, and
+    # the first such failure's message.
+    unavailable: int = 0
+    first_unavailable: str | None = None
 
     @property
     def recommended_flip_rate(self) -> float:
@@ -97,16 +103,32 @@ class Calibration:
         return f"set flip_rate: {rate:.2f} in canon.yaml so the check's error control holds"
 
 
-async def calibrate(
+@dataclass(frozen=True, slots=True)
+class CalibrationCell:
+    """One sampled (artifact, question) cell and every request calibration asks about it."""
+
+    artifact: Artifact
+    question: Question  # the rubric's question: its kind and id pool the tallies
+    repeats: tuple[JudgeRequest, ...]  # fresh re-ask variants 1..repeats
+    reworded: tuple[JudgeRequest, ...]  # first-ask settings, one per wording
+    reordered: tuple[JudgeRequest, ...]  # first-ask settings, one per choice order
+
+    @property
+    def requests(self) -> tuple[JudgeRequest, ...]:
+        """Everything asked about this cell, in the order it is asked."""
+        return self.repeats + self.reworded + self.reordered
+
+
+def calibration_cells(
     plan: ScoringPlan,
     artifacts: Sequence[Artifact],
     *,
     cells: int = 40,
     repeats: int = 5,
     seed: int = 0,
-    concurrency: int = DEFAULT_CONCURRENCY,
-) -> Calibration:
-    """Ask a sample of cells ``repeats`` times and tally how often the answers differ."""
+) -> tuple[CalibrationCell, ...]:
+    """The seeded sample of cells and the requests calibration sends about each: what the
+    run asks, and what ``--estimate`` counts and prices (one list, built once)."""
     if repeats < 2:
         raise UsageError(f"calibration needs at least 2 repeats per cell, got {repeats}")
     if cells < 1:
@@ -115,54 +137,111 @@ async def calibrate(
         raise UsageError("calibration needs at least one artifact in the suite")
     pairs = [(a, q) for a in artifacts for q in plan.questions]
     chosen = random.Random(seed).sample(pairs, min(cells, len(pairs)))
-    limiter = asyncio.Semaphore(max(1, concurrency))
 
-    async def ask(
-        artifact: Artifact, variant: int, question_index: int, put: Question | None = None
-    ) -> str | None:
-        question = put or plan.questions[question_index]
-        request = JudgeRequest(
+    def request(artifact: Artifact, question: Question, variant: int) -> JudgeRequest:
+        return JudgeRequest(
             question, artifact, plan.constitution, plan.rubric.instructions, variant
         )
+
+    # The first ask's conditions (variant 0), with only the wording or the order changed.
+    return tuple(
+        CalibrationCell(
+            artifact,
+            question,
+            tuple(request(artifact, question, v) for v in range(1, repeats + 1)),
+            tuple(request(artifact, p, 0) for p in paraphrases(question)),
+            tuple(request(artifact, p, 0) for p in reorderings(question)),
+        )
+        for artifact, question in chosen
+    )
+
+
+CellProgress = Callable[[int, int, CalibrationCell], None]
+
+
+async def calibrate(
+    plan: ScoringPlan,
+    artifacts: Sequence[Artifact],
+    *,
+    cells: int = 40,
+    repeats: int = 5,
+    seed: int = 0,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    on_cell: CellProgress | None = None,
+) -> Calibration:
+    """Ask a sample of cells ``repeats`` times and tally how often the answers differ;
+    ``on_cell(done, total, cell)`` is told as each cell's last answer arrives."""
+    sampled = calibration_cells(plan, artifacts, cells=cells, repeats=repeats, seed=seed)
+    return await ask_sample(plan, sampled, concurrency=concurrency, on_cell=on_cell)
+
+
+async def ask_sample(
+    plan: ScoringPlan,
+    sampled: Sequence[CalibrationCell],
+    *,
+    concurrency: int = DEFAULT_CONCURRENCY,
+    on_cell: CellProgress | None = None,
+) -> Calibration:
+    """Send each cell's requests (``calibration_cells``) and tally the answers."""
+    limiter = asyncio.Semaphore(max(1, concurrency))
+    spent: list[tuple[str, Usage | None]] = []
+    outages: list[str] = []
+    done = 0
+
+    async def ask(request: JudgeRequest) -> str | None:
+        kind = request.question.kind
         async with limiter:
             try:
                 answer = await plan.judge.answer(request)
             except JudgeScriptError:
                 raise
-            except JudgeError:
+            except JudgeError as exc:
+                if exc.usage is not None:  # a failed answer still pays for its attempts
+                    spent.append((kind, exc.usage))
+                if isinstance(exc, JudgeUnavailableError):
+                    outages.append(str(exc))
                 return None
+        spent.append((kind, answer.usage))
         return max(sorted(answer.distribution), key=lambda label: answer.distribution[label])
 
-    index = {q.id: i for i, q in enumerate(plan.questions)}
-    answers = await asyncio.gather(
-        *(
-            asyncio.gather(*(ask(a, v, index[q.id]) for v in range(1, repeats + 1)))
-            for a, q in chosen
-        )
-    )
-    # The first ask's conditions (variant 0), with only the wording or the order changed.
-    reworded = await asyncio.gather(
-        *(asyncio.gather(*(ask(a, 0, index[q.id], p) for p in paraphrases(q))) for a, q in chosen)
-    )
-    reordered = await asyncio.gather(
-        *(asyncio.gather(*(ask(a, 0, index[q.id], p) for p in reorderings(q))) for a, q in chosen)
-    )
+    async def ask_cell(cell: CalibrationCell) -> list[str | None]:
+        nonlocal done
+        labels = await asyncio.gather(*(ask(r) for r in cell.requests))
+        done += 1
+        if on_cell is not None:
+            on_cell(done, len(sampled), cell)
+        return labels
+
+    answered = await asyncio.gather(*(ask_cell(cell) for cell in sampled))
+    chosen = [(cell.artifact, cell.question) for cell in sampled]
+    split = [_split(cell, labels) for cell, labels in zip(sampled, answered, strict=True)]
     by_kind: dict[str, list[int]] = {}
     by_question: dict[str, list[int]] = {}
-    failed = _tally(chosen, answers, (by_kind, by_question))
+    failed = _tally(chosen, [s[0] for s in split], (by_kind, by_question))
     paraphrase: dict[str, list[int]] = {}
     order: dict[str, list[int]] = {}
-    failed += _tally(chosen, reworded, (paraphrase,))
-    failed += _tally(chosen, reordered, (order,))
+    failed += _tally(chosen, [s[1] for s in split], (paraphrase,))
+    failed += _tally(chosen, [s[2] for s in split], (order,))
     return Calibration(
-        cells=len(chosen),
-        repeats=repeats,
+        cells=len(sampled),
+        repeats=len(sampled[0].repeats) if sampled else 0,
         failed=failed,
         by_kind={k: FlipTally(*v) for k, v in sorted(by_kind.items())},
         by_question={k: FlipTally(*v) for k, v in by_question.items()},
         paraphrase={k: FlipTally(*v) for k, v in sorted(paraphrase.items())},
         order={k: FlipTally(*v) for k, v in sorted(order.items())},
+        usage=summarize(spent),
+        unavailable=len(outages),
+        first_unavailable=outages[0] if outages else None,
     )
+
+
+def _split(
+    cell: CalibrationCell, labels: Sequence[str | None]
+) -> tuple[Sequence[str | None], Sequence[str | None], Sequence[str | None]]:
+    """A cell's answers cut back into its re-asks, its wordings and its orders."""
+    first, second = len(cell.repeats), len(cell.repeats) + len(cell.reworded)
+    return labels[:first], labels[first:second], labels[second:]
 
 
 def paraphrases(question: Question) -> list[Question]:

@@ -13,11 +13,13 @@ from dataclasses import dataclass
 from canon.check.confirm import Confirmation
 from canon.check.pipeline import score_run
 from canon.check.runner import DEFAULT_CONCURRENCY, ScoringPlan
+from canon.check.spend import run_usage
 from canon.core.agreement import LabelPair, QuestionAgreement, agreement, modal_label
 from canon.core.artifact import Artifact
 from canon.core.baseline import Baseline, QuestionRecord, recorded_question
 from canon.core.evidence import DecisionRule
 from canon.core.rubric import Question
+from canon.core.usage import UsageSummary
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,6 +29,11 @@ class Rejudged:
     confirmation: Confirmation
     questions: tuple[QuestionAgreement, ...]  # reference = the baseline's judge
     missing: tuple[str, ...]  # baseline artifacts the suite no longer holds
+
+    @property
+    def usage(self) -> UsageSummary:
+        """What the new judge's run spent."""
+        return run_usage(self.confirmation.results)
 
     @property
     def flips(self) -> int:
@@ -73,6 +80,12 @@ def old_vs_new(
     return tuple(agreement(q, pairs[q.id]) for q in questions if q.id in pairs)
 
 
+def rejudge_scope(artifacts: Sequence[Artifact], baseline: Baseline) -> list[Artifact]:
+    """What ``canon rejudge`` scores: the suite's artifacts the baseline recorded. The run,
+    its budget check and ``--estimate`` all start from this list."""
+    return [a for a in artifacts if a.key in baseline.artifacts]
+
+
 async def rejudge_run(
     plan: ScoringPlan,
     artifacts: Sequence[Artifact],
@@ -82,8 +95,16 @@ async def rejudge_run(
     concurrency: int = DEFAULT_CONCURRENCY,
 ) -> Rejudged:
     """Score the suite's artifacts the baseline recorded with ``plan``'s (new) judge."""
-    chosen = [a for a in artifacts if a.key in baseline.artifacts]
-    present = {a.key for a in chosen}
-    confirmation = await score_run(plan, chosen, rule, concurrency=concurrency)
+    confirmation = await score_run(
+        plan, rejudge_scope(artifacts, baseline), rule, concurrency=concurrency
+    )
+    return rejudged(plan.questions, baseline, confirmation)
+
+
+def rejudged(
+    questions: Sequence[Question], baseline: Baseline, confirmation: Confirmation
+) -> Rejudged:
+    """The new judge's run (over ``rejudge_scope``) measured against the baseline's answers."""
+    present = {result.key for result in confirmation.results}
     missing = tuple(sorted(k for k in baseline.artifacts if k not in present))
-    return Rejudged(confirmation, old_vs_new(plan.questions, baseline, confirmation), missing)
+    return Rejudged(confirmation, old_vs_new(questions, baseline, confirmation), missing)

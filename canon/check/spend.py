@@ -234,38 +234,7 @@ def estimate_run(
     for the judge that would answer it (a ``confirm_judge`` takes the later looks)."""
     reasks = planned_looks(plan, artifacts, baseline=baseline, record=record)
     pending, cached, stopped = pending_requests(plan, artifacts, reasks)
-    names = list(dict.fromkeys(p.judge.name for p in pending)) or [plan.judge.name]
-    judged = [(model_judge(p.judge), p.request) for p in pending]
-    paid = [(judge, request) for judge, request in judged if judge is not None]
-    if not paid:  # scripted judges answer for free
-        questions = len(pending) + cached
-        return Estimate(" + ".join(names), questions, 0, stopped, 0, 0, 0.0, False, True)
-    from canon.judge.litellm_module import load_litellm
-
-    litellm = load_litellm()
-    prompt_tokens = completion_tokens = 0
-    cost: float | None = 0.0
-    by_judge: dict[int, tuple[LiteLLMJudge, list[JudgeRequest]]] = {}
-    for judge, request in paid:
-        by_judge.setdefault(id(judge), (judge, []))[1].append(request)
-    for judge, requests in by_judge.values():
-        prompt = sum(count_prompt_tokens(litellm, judge.model, call_messages(r)) for r in requests)
-        completion = len(requests) * judge.samples * completion_guess(judge)
-        price = price_of(litellm, judge.model, prompt, completion, batch=batch)
-        prompt_tokens += prompt
-        completion_tokens += completion
-        cost = None if cost is None or price is None else cost + price
-    return Estimate(
-        " + ".join(names),
-        len(pending) + cached,
-        len(paid),
-        stopped,
-        prompt_tokens,
-        completion_tokens,
-        cost,
-        batch,
-        reasks=sum(request.variant > 0 for _, request in paid),
-    )
+    return estimate_requests(plan, pending, batch=batch, cached=cached, stopped=stopped)
 
 
 def call_messages(request: JudgeRequest) -> list[dict[str, str]]:
@@ -408,3 +377,54 @@ class BudgetJudge:
     def prepaid(self, cost: float) -> None:
         """Book what a batch already spent, so the online rest is held to what is left."""
         self.ledger.spent += cost
+
+
+def estimate_requests(
+    plan: ScoringPlan,
+    requests: Sequence[PlannedRequest | JudgeRequest],
+    *,
+    batch: bool = False,
+    cached: int = 0,
+    stopped: int = 0,
+) -> Estimate:
+    """What sending exactly these requests would ask and cost, asking nothing (besides them,
+    ``cached`` questions the cache answers and ``stopped`` artifacts). A plain JudgeRequest
+    goes to the plan's judge; a PlannedRequest to the judge it names, priced for that judge.
+    ``estimate_run``'s pricing, and the estimate of a command that lists its own requests
+    (``canon calibrate``)."""
+    planned = [
+        r if isinstance(r, PlannedRequest) else PlannedRequest(plan.judge, None, r)
+        for r in requests
+    ]
+    names = list(dict.fromkeys(p.judge.name for p in planned)) or [plan.judge.name]
+    judged = [(model_judge(p.judge), p.request) for p in planned]
+    paid = [(judge, request) for judge, request in judged if judge is not None]
+    if not paid:  # scripted judges answer for free
+        questions = len(planned) + cached
+        return Estimate(" + ".join(names), questions, 0, stopped, 0, 0, 0.0, False, True)
+    from canon.judge.litellm_module import load_litellm
+
+    litellm = load_litellm()
+    prompt_tokens = completion_tokens = 0
+    cost: float | None = 0.0
+    by_judge: dict[int, tuple[LiteLLMJudge, list[JudgeRequest]]] = {}
+    for judge, request in paid:
+        by_judge.setdefault(id(judge), (judge, []))[1].append(request)
+    for judge, asked in by_judge.values():
+        prompt = sum(count_prompt_tokens(litellm, judge.model, call_messages(r)) for r in asked)
+        completion = len(asked) * judge.samples * completion_guess(judge)
+        price = price_of(litellm, judge.model, prompt, completion, batch=batch)
+        prompt_tokens += prompt
+        completion_tokens += completion
+        cost = None if cost is None or price is None else cost + price
+    return Estimate(
+        " + ".join(names),
+        len(planned) + cached,
+        len(paid),
+        stopped,
+        prompt_tokens,
+        completion_tokens,
+        cost,
+        batch,
+        reasks=sum(request.variant > 0 for _, request in paid),
+    )

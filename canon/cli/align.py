@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from canon.check.align import align_run
+from canon.check.align import align_scope, alignment_of
 from canon.cli.alignment_check import provenance_of
 from canon.cli.baseline import baseline_path, shown
 from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
@@ -17,12 +17,12 @@ from canon.cli.run import (
     load_run,
     no_cache_option,
     quiet_option,
+    score_with_progress,
     suite_option,
     text_or_json_option,
 )
-from canon.cli.spending import prepare_spending
+from canon.cli.spending import estimate_option, prepare_spending, show_estimate
 from canon.errors import InputError, JudgeUnavailableError
-from canon.judge.sync import run_sync
 from canon.project.alignment_store import alignment_path, write_alignment
 from canon.project.labels import read_labels
 from canon.project.store import dump_json
@@ -44,6 +44,7 @@ LABEL_SUFFIXES = (".jsonl", ".yaml", ".yml", ".csv")
 @text_or_json_option
 @quiet_option
 @no_cache_option
+@estimate_option
 @reports_errors
 def align(
     config_path: Path | None,
@@ -52,14 +53,16 @@ def align(
     output_format: str,
     quiet: bool,
     no_cache: bool,
+    estimate: bool,
 ) -> None:
     """Ask the judge about the labelled artifacts and measure its agreement with people.
 
     Per question: n, raw agreement, Cohen's kappa with a 95% interval (see docs), recall and
     precision of violations with Wilson intervals, the confusion matrix, and every
-    disagreement with the judge's reason. The result is recorded in
-    <baselines_dir>/<suite>.alignment.json under the judge, rubric and constitution, where
-    "canon check" reads it. Exit codes: 0 measured, 2 bad input or config, 3 the judge was
+    disagreement with the judge's reason, then the judge's usage and cost. The result is
+    recorded in <baselines_dir>/<suite>.alignment.json under the judge, rubric and
+    constitution, where "canon check" reads it; --estimate prints the calls and cost
+    instead and asks nothing. Exit codes: 0 measured, 2 bad input or config, 3 the judge was
     unavailable, 4 the run would exceed max_cost (nothing is recorded on 2, 3 or 4).
     """
     config, suite, artifacts = load_run(config_path, suite_path)
@@ -68,15 +71,17 @@ def align(
     labels = read_labels(
         labels_file, plan.questions, [a.key for a in artifacts], shown=shown(labels_file)
     )
-    labelled = [a for a in artifacts if a.key in labels.labels]
-    plan = prepare_spending(config, plan, labelled, batch=False, quiet=quiet)
+    # the run, its budget check and the estimate score the same artifacts under one plan
+    scoped, labelled = align_scope(plan, artifacts, labels.labels)
+    if estimate:
+        show_estimate(config, scoped, labelled, batch=config.batch, output_format=output_format)
+    scoped = prepare_spending(config, scoped, labelled, batch=False, quiet=quiet)
     if not quiet:
         click.echo(
             f"canon align: asking the judge about {len(labelled)} labelled artifact(s)", err=True
         )
-    found = run_sync(
-        align_run(plan, artifacts, labels.labels, config.rule, concurrency=config.concurrency)
-    )
+    confirmation = score_with_progress(scoped, labelled, quiet)
+    found = alignment_of(plan.questions, confirmation, labels.labels)
     if found.unscored:
         first = found.unscored[0]
         raise JudgeUnavailableError(
@@ -94,6 +99,7 @@ def align(
         "labels": shown(labels_file),
         "artifacts": found.artifacts,
         "recorded": shown(target),
+        "usage": found.usage,
     }
     if output_format == "json":
         sys.stdout.write(dump_json(alignment_document(found.questions, **arguments)))

@@ -8,12 +8,21 @@ from typing import Any
 
 import click
 
-from canon.check.calibrate import Calibration, FlipTally
-from canon.check.calibrate import calibrate as measure
+from canon.check.calibrate import (
+    Calibration,
+    CalibrationCell,
+    FlipTally,
+    ask_sample,
+    calibration_cells,
+)
+from canon.check.spend import estimate_requests, refuse_over_budget
 from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
-from canon.cli.run import build_plan, format_option, load_run, suite_option
+from canon.cli.run import build_plan, format_option, load_run, quiet_option, suite_option
+from canon.cli.spending import estimate_option, print_estimate
+from canon.errors import JudgeUnavailableError
 from canon.judge.sync import run_sync
 from canon.project.store import dump_json
+from canon.report.text import printable
 
 
 @click.command(context_settings=HELP_OPTIONS, epilog=docs_epilog("baselines", "judge"))
@@ -23,6 +32,8 @@ from canon.project.store import dump_json
 @click.option("--cells", default=40, show_default=True, help="How many cells to sample.")
 @click.option("--repeats", default=5, show_default=True, help="Answers asked per cell.")
 @click.option("--seed", default=0, show_default=True, help="Seed of the cell sample.")
+@quiet_option
+@estimate_option
 @reports_errors
 def calibrate(
     config_path: Path | None,
@@ -31,6 +42,8 @@ def calibrate(
     cells: int,
     repeats: int,
     seed: int,
+    quiet: bool,
+    estimate: bool,
 ) -> None:
     """Re-ask a sample of cells and report the judge's flip rate with Wilson intervals.
 
@@ -38,24 +51,47 @@ def calibrate(
     answer comes from the cache. The recommended flip_rate is the upper bound of the
     noisiest question kind; put it in canon.yaml. It also reports paraphrase stability (each
     cell asked in every wording of its question) and order stability (in up to three choice
-    orders), asked with first-ask settings: about 5 more calls per cell.
+    orders), asked with first-ask settings: about 5 more calls per cell. Progress goes to
+    stderr (one line per cell), then the report ends with the judge's usage and cost.
+    Exit codes: 0 measured, 2 bad input or config, 3 the judge was unavailable, 4 the run
+    would exceed max_cost.
     """
     config, _suite, artifacts = load_run(config_path, suite_path)
     plan = build_plan(config, use_cache=False)
-    found = run_sync(
-        measure(
-            plan,
-            artifacts,
-            cells=cells,
-            repeats=repeats,
-            seed=seed,
-            concurrency=config.concurrency,
+    sample = calibration_cells(plan, artifacts, cells=cells, repeats=repeats, seed=seed)
+    requests = [request for cell in sample for request in cell.requests]
+    if estimate:
+        print_estimate(config, estimate_requests(plan, requests), output_format)
+    if config.max_cost is not None:
+        source = config.source or "canon.yaml"
+        refuse_over_budget(estimate_requests(plan, requests), config.max_cost, source)
+    if not quiet:
+        click.echo(
+            f"canon calibrate: asking {plan.judge.name} {len(requests)} question(s) about "
+            f"{len(sample)} cell(s)",
+            err=True,
         )
-    )
+
+    def progress(done: int, total: int, cell: CalibrationCell) -> None:
+        if not quiet:
+            asked = len(cell.requests)
+            click.echo(
+                f"[{done}/{total}] {printable(cell.artifact.key)} {cell.question.id}: "
+                f"{asked} answer(s)",
+                err=True,
+            )
+
+    found = run_sync(ask_sample(plan, sample, concurrency=config.concurrency, on_cell=progress))
     if output_format == "json":
         sys.stdout.write(dump_json(calibration_document(found, config.rule.flip_rate)))
     else:
         click.echo(render_calibration(found, config.rule.flip_rate), nl=False)
+    if found.unavailable:  # a measurement with answers missing is no measurement to act on
+        raise JudgeUnavailableError(
+            f"the judge was unavailable for {found.unavailable} answer(s), left out of the "
+            f'rates above (first: {found.first_unavailable}); run "canon calibrate" again '
+            "when the judge is reachable"
+        )
 
 
 def _tally(tally: FlipTally) -> str:
@@ -85,6 +121,7 @@ def render_calibration(found: Calibration, assumed: float) -> str:
         f"recommended flip_rate: {found.recommended_flip_rate:.2f} (now {assumed:.2f}); "
         + found.advice
     )
+    lines.append(found.usage.line())
     return "\n".join(lines) + "\n"
 
 
@@ -103,6 +140,7 @@ def calibration_document(found: Calibration, assumed: float) -> dict[str, Any]:
         "cells": found.cells,
         "repeats": found.repeats,
         "failed_answers": found.failed,
+        "unavailable_answers": found.unavailable,
         "by_kind": {k: tally(t) for k, t in found.by_kind.items()},
         "by_question": {k: tally(t) for k, t in found.by_question.items()},
         "paraphrase_stability": {k: tally(t) for k, t in found.paraphrase.items()},
@@ -110,4 +148,5 @@ def calibration_document(found: Calibration, assumed: float) -> dict[str, Any]:
         "assumed_flip_rate": assumed,
         "recommended_flip_rate": found.recommended_flip_rate,
         "advice": found.advice,
+        "usage": found.usage.as_data(),
     }

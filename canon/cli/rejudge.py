@@ -9,7 +9,7 @@ from pathlib import Path
 import click
 
 from canon.check.pipeline import baseline_from_run
-from canon.check.rejudge import rejudge_run
+from canon.check.rejudge import rejudge_scope, rejudged
 from canon.cli.baseline import baseline_path, read_baseline, shown
 from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
 from canon.cli.run import (
@@ -17,15 +17,16 @@ from canon.cli.run import (
     load_run,
     no_cache_option,
     quiet_option,
+    score_with_progress,
     suite_option,
     text_or_json_option,
 )
-from canon.cli.spending import prepare_spending
-from canon.core.baseline import baseline_to_data, require_same_rubric
+from canon.cli.spending import estimate_option, prepare_spending, show_estimate
+from canon.core.baseline import require_same_rubric
 from canon.errors import BaselineError, InputError, JudgeUnavailableError
-from canon.judge.sync import run_sync
+from canon.project.baselines import write_baseline
 from canon.project.judge_factory import MOCK_PREFIX
-from canon.project.store import dump_json, write_json_atomic
+from canon.project.store import dump_json
 from canon.report.align import rejudge_document, render_rejudge
 
 
@@ -49,6 +50,7 @@ from canon.report.align import rejudge_document, render_rejudge
 @text_or_json_option
 @quiet_option
 @no_cache_option
+@estimate_option
 @reports_errors
 def rejudge(
     config_path: Path | None,
@@ -58,12 +60,14 @@ def rejudge(
     output_format: str,
     quiet: bool,
     no_cache: bool,
+    estimate: bool,
 ) -> None:
     """Re-score the baseline's artifacts with another judge and compare the two judges.
 
-    Per question: old-vs-new agreement (Cohen's kappa with a 95% interval) and
-    every flip with the new judge's reason. Only with --accept is the new judge's run
-    written as the baseline; then set judge_model to the new judge ("canon set-judge").
+    Per question: old-vs-new agreement (Cohen's kappa with a 95% interval) and every flip
+    with the new judge's reason, then the new judge's usage and cost. Only with --accept is
+    the new judge's run written as the baseline; then set judge_model to the new judge
+    ("canon set-judge"). --estimate prints the calls and cost instead and asks nothing.
     Exit codes: 0 compared (and accepted if asked), 2 bad input, config or baseline, 3 the
     judge was unavailable, 4 the run would exceed max_cost.
     """
@@ -81,21 +85,22 @@ def rejudge(
     new_config = dataclasses.replace(config, judge_model=judge_spec, judge_options=options)
     plan = build_plan(new_config, use_cache=not no_cache)
     require_same_rubric(baseline, plan.rubric, source=shown(path))
-    chosen = [a for a in artifacts if a.key in baseline.artifacts]
+    chosen = rejudge_scope(artifacts, baseline)  # what the run and the estimate score
     if not chosen:
         raise InputError(
             f"no artifact of the baseline {shown(path)} is in the suite {shown(suite)}; "
             "rejudge compares judges on the artifacts the baseline recorded"
         )
+    if estimate:
+        show_estimate(new_config, plan, chosen, batch=config.batch, output_format=output_format)
     plan = prepare_spending(new_config, plan, chosen, batch=False, quiet=quiet)
     if not quiet:
         click.echo(
             f"canon rejudge: asking {plan.judge.name} about {len(chosen)} baseline artifact(s)",
             err=True,
         )
-    found = run_sync(
-        rejudge_run(plan, chosen, baseline, config.rule, concurrency=config.concurrency)
-    )
+    confirmation = score_with_progress(plan, chosen, quiet)
+    found = rejudged(plan.questions, baseline, confirmation)
     results = found.confirmation.results
     unanswered = [(r.key, c) for r in results for c in r.unscored]
     if unanswered:
@@ -112,21 +117,17 @@ def rejudge(
     )
     if accept_new:
         new_baseline = baseline_from_run(plan, found.confirmation)
-        try:
-            write_json_atomic(path, baseline_to_data(new_baseline))
-        except OSError as exc:
-            raise BaselineError(
-                f"cannot write the baseline {shown(path)}: {exc.strerror or exc}; "
-                "make it a writable file path"
-            ) from None
+        write_baseline(path, new_baseline, shown=shown(path))
         outcome = (
             f"accepted: {len(results)} artifact(s) judged by {plan.judge.name} -> {shown(path)}; "
             f'set judge_model to the new judge ("canon set-judge"), and run "canon align" '
             "to validate it against human labels"
         )
+    usage = found.usage
     names = (suite.stem, shown(path), old_judge, plan.judge.name, len(results), found.missing)
     if output_format == "json":
-        document = rejudge_document(found.questions, *names, accepted=accept_new)
+        document = rejudge_document(found.questions, *names, accepted=accept_new, usage=usage)
         sys.stdout.write(dump_json(document))
     else:
-        click.echo(render_rejudge(found.questions, *names, outcome=outcome), nl=False)
+        text = render_rejudge(found.questions, *names, outcome=outcome, usage=usage)
+        click.echo(text, nl=False)

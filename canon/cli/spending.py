@@ -12,6 +12,7 @@ import click
 from canon.check.runner import ScoringPlan
 from canon.check.spend import (
     BudgetJudge,
+    Estimate,
     estimate_run,
     model_judge,
     pending_requests,
@@ -28,7 +29,7 @@ from canon.project.store import dump_json
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-_estimate_option = click.option(
+estimate_option = click.option(
     "--estimate",
     is_flag=True,
     help="Print how many judge calls the run would make and what they would cost, then exit "
@@ -44,7 +45,7 @@ _batch_option = click.option(
 
 def spending_options(command: F) -> F:
     """Add --estimate and --batch to a command that scores a suite."""
-    return _estimate_option(_batch_option(command))
+    return estimate_option(_batch_option(command))
 
 
 def show_estimate(
@@ -66,6 +67,11 @@ def show_estimate(
         baseline=baseline,
         record=record,
     )
+    print_estimate(config, estimate, output_format)
+
+
+def print_estimate(config: Config, estimate: Estimate, output_format: str = "text") -> None:
+    """Print an estimate (text or JSON, with the config's max_cost) and exit 0."""
     if output_format == "json":
         document = {"estimate": estimate.as_data(), "max_cost_usd": config.max_cost}
         sys.stdout.write(dump_json(document))

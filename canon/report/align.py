@@ -7,6 +7,7 @@ from typing import Any
 
 from canon.core.agreement import KAPPA_METHOD, QuestionAgreement
 from canon.core.alignment import agreement_to_data
+from canon.core.usage import UsageSummary
 from canon.report.text import printable
 
 NO_REASON = "(no reason given)"
@@ -61,8 +62,10 @@ def render_alignment(
     labels: str,
     artifacts: int,
     recorded: str | None,
+    usage: UsageSummary,
 ) -> str:
-    """The ``canon align`` report: per question, the matrices, every disagreement."""
+    """The ``canon align`` report: per question, the matrices, every disagreement, what the
+    judge's calls spent."""
     count = sum(q.n for q in questions)
     lines = [
         f"canon align: suite '{suite}', judge {judge}: {count} label(s) on {artifacts} "
@@ -76,6 +79,7 @@ def render_alignment(
     for q, d in disagreements:
         lines.append(f"  {d.key} {q.label}: person {d.reference}, judge {d.judged}")
         lines.append(f"    judge: {_one_line(d.reason)}")
+    lines.append(usage.line())
     if recorded is not None:
         lines.append(f"recorded -> {recorded}")
     return "\n".join(map(printable, lines)) + "\n"
@@ -96,6 +100,7 @@ def alignment_document(
     labels: str,
     artifacts: int,
     recorded: str | None,
+    usage: UsageSummary,
 ) -> dict[str, Any]:
     """The ``canon align`` report as plain data, for ``--format json``."""
     return {
@@ -115,6 +120,7 @@ def alignment_document(
             }
             for q in questions
         },
+        "usage": usage.as_data(),
     }
 
 
@@ -128,8 +134,10 @@ def render_rejudge(
     missing: Sequence[str],
     *,
     outcome: str,
+    usage: UsageSummary,
 ) -> str:
-    """The ``canon rejudge`` report: old-vs-new agreement, every flip, and what was written."""
+    """The ``canon rejudge`` report: old-vs-new agreement, every flip, what the new judge's
+    calls spent, and what was written."""
     flips = [(q, d) for q in questions for d in q.disagreements]
     lines = [
         f"canon rejudge: suite '{suite}', {artifacts} artifact(s) of {baseline}: baseline "
@@ -151,6 +159,7 @@ def render_rejudge(
             f"note: {len(missing)} baseline artifact(s) not in the suite, not re-judged: "
             + ", ".join(missing)
         )
+    lines.append(usage.line())
     lines.append(outcome)
     return "\n".join(map(printable, lines)) + "\n"
 
@@ -165,6 +174,7 @@ def rejudge_document(
     missing: Sequence[str],
     *,
     accepted: bool,
+    usage: UsageSummary,
 ) -> dict[str, Any]:
     """The ``canon rejudge`` report as plain data, for ``--format json``."""
     return {
@@ -192,4 +202,5 @@ def rejudge_document(
             }
             for q in questions
         },
+        "usage": usage.as_data(),
     }

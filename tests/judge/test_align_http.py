@@ -42,7 +42,11 @@ def test_align_over_http_reports_the_judges_reasons_and_reuses_the_cache(tmp_pat
     second = run_canon(project, *ALIGN, env=env)
     assert second.returncode == 0, second.stderr
     assert len(fake_llm.requests) == asked  # every answer came from the answer cache
-    assert json.loads(second.stdout) == document
+    again = json.loads(second.stdout)
+    spent, free = document.pop("usage"), again.pop("usage")
+    assert again == document
+    assert spent["calls"] == asked and spent["answers_without_call"] == 0
+    assert free["calls"] == 0 and free["answers_without_call"] == 30
 
 
 def test_rejudge_over_http_lists_each_flip_with_the_new_judges_reason(tmp_path, fake_llm):
