@@ -2,14 +2,14 @@
 
 Everything a user's tests need is importable from here; other modules are internal.
 Names load on first use, so ``canon --help`` and plugin start-up stay fast.
+The module's own helpers are imported under private names (and there is no
+``from __future__ import annotations``) so ``dir(canon)`` shows only the public API.
 """
 
-from __future__ import annotations
+import importlib as _importlib
+import typing as _typing
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from canon.check.metric import CoherenceMetric
     from canon.core.artifact import Artifact
     from canon.core.baseline import Baseline
@@ -64,14 +64,15 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'canon' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
+    value = getattr(_importlib.import_module(home), name)
     globals()[name] = value  # later lookups skip this hook
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    """The public API plus the standard module attributes (``__name__``, ``__doc__``...)."""
+    return sorted({name for name in globals() if name.startswith("__")} | set(__all__))

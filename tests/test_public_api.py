@@ -19,6 +19,13 @@ def test_public_names_are_sorted_and_all_importable():
         assert hasattr(canon, name), name
 
 
+def test_dir_and_attributes_show_only_the_public_api():
+    # the facade's own helpers (typing names, the future import) are not Canon's API
+    assert [name for name in dir(canon) if not name.startswith("__")] == canon.__all__
+    for helper in ("Any", "TYPE_CHECKING", "annotations", "importlib"):
+        assert not hasattr(canon, helper), helper
+
+
 def test_the_documented_entry_points_are_public():
     for name in (
         "CoherenceMetric",
