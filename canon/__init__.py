@@ -19,6 +19,7 @@ if _typing.TYPE_CHECKING:
     from canon.core.scoring import Answer, ArtifactResult, Cell, relevant_questions
     from canon.core.stats import wilson_ci
     from canon.errors import CanonError
+    from canon.judge.mock import MockJudge
     from canon.project.store import constitution_from_file, load_rubric
 
 _HOMES = {
@@ -32,6 +33,7 @@ _HOMES = {
     "CoherenceMetric": "canon.check.metric",
     "Comparison": "canon.core.compare",
     "Constitution": "canon.core.constitution",
+    "MockJudge": "canon.judge.mock",
     "Principle": "canon.core.constitution",
     "Question": "canon.core.rubric",
     "Rubric": "canon.core.rubric",
@@ -53,6 +55,7 @@ __all__ = [
     "CoherenceMetric",
     "Comparison",
     "Constitution",
+    "MockJudge",
     "Principle",
     "Question",
     "Rubric",
