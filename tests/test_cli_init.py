@@ -54,6 +54,22 @@ def test_init_in_an_empty_directory_then_score_accept_check_and_pytest_pass_offl
     assert "1 passed" in tests.stdout
 
 
+@pytest.mark.parametrize("command", ["score", "accept", "check", "calibrate"])
+def test_a_command_in_an_empty_directory_says_to_run_canon_init(tmp_path, command):
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        result = CliRunner().invoke(main, [command], catch_exceptions=False)
+    finally:
+        os.chdir(cwd)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        "canon: error: no canon.yaml (or pyproject.toml with [tool.canon]) in "
+        f"{tmp_path.resolve()} or any directory above it"
+    )
+    assert "run `canon init` to start a project here" in result.stderr
+
+
 def test_the_scaffolded_script_can_be_edited_into_a_caught_regression(tmp_path):
     assert _init(tmp_path).exit_code == 0
     cwd = os.getcwd()
