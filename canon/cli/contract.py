@@ -342,7 +342,7 @@ def _alert_name(record: AuditRecord) -> str:
     "log_group",
     help="Poll this CloudWatch Logs group of spans (e.g. aws/spans) instead of WATCH_DIR.",
 )
-@click.option("--region", help="AWS region of the log group (default: the AWS configuration).")
+@click.option("--region", help="AWS region of the log group [default: AWS_REGION, else boto3's].")
 @click.option("--source-map", type=click.Path(path_type=Path), help=_MERGED_MAP_HELP)
 @click.option("--metadata", "pairs", multiple=True, help="key=value added to every execution.")
 @click.option(
