@@ -413,6 +413,9 @@ def monitor(
             )
         )
 
+    def unreadable(path: Path, problem: str) -> None:
+        click.echo(f"canon contract monitor: {problem} (counted as unreadable)", err=True)
+
     place = f"cloudwatch:{log_group}" if log_group is not None else str(watch_dir)
 
     def started(done: int) -> None:
@@ -441,5 +444,5 @@ def monitor(
         stats = monitor_cloudwatch(loaded, log_group, region=region, **options)
     else:
         assert watch_dir is not None
-        stats = monitor_directory(loaded, watch_dir, **options)
+        stats = monitor_directory(loaded, watch_dir, on_unreadable=unreadable, **options)
     _print_stats(stats)
