@@ -2,14 +2,14 @@
 
 Everything a user's tests need is importable from here; other modules are internal.
 Names load on first use, so ``canon --help`` and plugin start-up stay fast.
+The module's own helpers are imported under private names (and there is no
+``from __future__ import annotations``) so ``dir(canon)`` shows only the public API.
 """
 
-from __future__ import annotations
+import importlib as _importlib
+import typing as _typing
 
-import importlib
-from typing import TYPE_CHECKING, Any
-
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from canon.check.metric import CoherenceMetric
     from canon.core.artifact import Artifact
     from canon.core.baseline import Baseline
@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from canon.core.scoring import Answer, ArtifactResult, Cell, relevant_questions
     from canon.core.stats import wilson_ci
     from canon.errors import CanonError
+    from canon.judge.mock import MockJudge
     from canon.project.store import constitution_from_file, load_rubric
 
 _HOMES = {
@@ -32,6 +33,7 @@ _HOMES = {
     "CoherenceMetric": "canon.check.metric",
     "Comparison": "canon.core.compare",
     "Constitution": "canon.core.constitution",
+    "MockJudge": "canon.judge.mock",
     "Principle": "canon.core.constitution",
     "Question": "canon.core.rubric",
     "Rubric": "canon.core.rubric",
@@ -53,6 +55,7 @@ __all__ = [
     "CoherenceMetric",
     "Comparison",
     "Constitution",
+    "MockJudge",
     "Principle",
     "Question",
     "Rubric",
@@ -64,14 +67,15 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> object:
     home = _HOMES.get(name)
     if home is None:
         raise AttributeError(f"module 'canon' has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
+    value = getattr(_importlib.import_module(home), name)
     globals()[name] = value  # later lookups skip this hook
     return value
 
 
 def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(__all__))
+    """The public API plus the standard module attributes (``__name__``, ``__doc__``...)."""
+    return sorted({name for name in globals() if name.startswith("__")} | set(__all__))

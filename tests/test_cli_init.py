@@ -3,6 +3,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import sysconfig
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,8 @@ from click.testing import CliRunner
 
 from canon.cli import main
 from canon.cli.init import FILES
+
+from support.cli import advised_pytest
 
 CANON = [sys.executable, "-m", "canon"]
 
@@ -49,9 +52,54 @@ def test_init_in_an_empty_directory_then_score_accept_check_and_pytest_pass_offl
     check = _run(tmp_path, *CANON, "check", "--quiet")
     assert check.returncode == 0, check.stdout + check.stderr
     assert check.stdout.rstrip().endswith("CONFORMS to the baseline")
-    tests = _run(tmp_path, sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider")
+    tests = _run(tmp_path, *advised_pytest(init.stdout), "-q", "-p", "no:cacheprovider")
     assert tests.returncode == 0, tests.stdout + tests.stderr
     assert "1 passed" in tests.stdout
+
+
+def _advice_with_path(tmp_path: Path, path: str) -> list[str]:
+    project = tmp_path / "project"
+    project.mkdir()
+    env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True", "PATH": path}
+    init = subprocess.run(
+        [*CANON, "init"], cwd=project, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert init.returncode == 0, init.stderr
+    return advised_pytest(init.stdout)
+
+
+def test_init_advises_plain_pytest_when_it_is_this_environments(tmp_path):
+    scripts = sysconfig.get_path("scripts")
+    assert Path(scripts, "pytest").is_file()  # pytest is a dependency: its script is here
+    assert _advice_with_path(tmp_path, f"{scripts}{os.pathsep}{os.defpath}") == ["pytest"]
+
+
+def test_init_advises_this_interpreters_pytest_when_path_has_another(tmp_path):
+    other = tmp_path / "other-bin"
+    other.mkdir()
+    (other / "pytest").write_text("#!/bin/sh\necho \"fixture 'canon_metric' not found\"\nexit 1\n")
+    (other / "pytest").chmod(0o755)
+    advice = _advice_with_path(tmp_path, f"{other}{os.pathsep}{os.defpath}")
+    assert advice == [sys.executable, "-m", "pytest"]
+    tests = _run(tmp_path / "project", *advice, "-q", "-p", "no:cacheprovider")
+    assert tests.returncode == 0, tests.stdout + tests.stderr
+    assert "1 passed" in tests.stdout
+
+
+@pytest.mark.parametrize("command", ["score", "accept", "check", "calibrate"])
+def test_a_command_in_an_empty_directory_says_to_run_canon_init(tmp_path, command):
+    cwd = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        result = CliRunner().invoke(main, [command], catch_exceptions=False)
+    finally:
+        os.chdir(cwd)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(
+        "canon: error: no canon.yaml (or pyproject.toml with [tool.canon]) in "
+        f"{tmp_path.resolve()} or any directory above it"
+    )
+    assert "run `canon init` to start a project here" in result.stderr
 
 
 def test_the_scaffolded_script_can_be_edited_into_a_caught_regression(tmp_path):

@@ -42,8 +42,13 @@ def test_an_explicit_config_keeps_relative_paths_relative_to_the_current_directo
     assert config.constitution_path == here.resolve() / "c.yaml"
 
 
-def test_no_config_gives_defaults(tmp_path):
-    config = load_config(cwd=tmp_path)
+def test_no_config_is_an_error_that_says_how_to_start_a_project(tmp_path):
+    with pytest.raises(ConfigError, match=r"no canon.yaml .* run `canon init` to start"):
+        load_config(cwd=tmp_path)
+
+
+def test_no_config_gives_defaults_when_one_is_not_required(tmp_path):
+    config = load_config(cwd=tmp_path, required=False)
     assert config.source is None
     assert config.threshold == 0.85
     assert config.baselines_dir == tmp_path.resolve() / "canon" / "baselines"

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -19,9 +20,31 @@ def test_public_names_are_sorted_and_all_importable():
         assert hasattr(canon, name), name
 
 
+def test_dir_and_attributes_show_only_the_public_api():
+    # the facade's own helpers (typing names, the future import) are not Canon's API
+    assert [name for name in dir(canon) if not name.startswith("__")] == canon.__all__
+    for helper in ("Any", "TYPE_CHECKING", "annotations", "importlib"):
+        assert not hasattr(canon, helper), helper
+
+
+def test_the_readme_imports_canon_names_from_canon_itself():
+    text = (PACKAGE.parent / "README.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```python\n(.*?)```", text, flags=re.DOTALL)
+    assert blocks
+    imported = []
+    for block in blocks:
+        for node in ast.walk(ast.parse(block)):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("canon"):
+                assert node.module == "canon", ast.unparse(node)  # no internal module paths
+                imported += [alias.name for alias in node.names]
+    assert "MockJudge" in imported
+    assert set(imported) <= set(canon.__all__)
+
+
 def test_the_documented_entry_points_are_public():
     for name in (
         "CoherenceMetric",
+        "MockJudge",
         "constitution_from_file",
         "wilson_ci",
         "relevant_questions",

@@ -29,6 +29,25 @@ def test_atomic_writes_leave_no_temporary_files_and_ordinary_permissions(tmp_pat
     assert stat.S_IMODE(target.stat().st_mode) == 0o666 & ~umask
 
 
+@pytest.mark.parametrize("mode", [0o600, 0o640, 0o664], ids=oct)
+def test_a_replaced_file_keeps_its_permissions(tmp_path, mode):
+    target = tmp_path / "baseline.json"
+    target.write_text("{}")
+    target.chmod(mode)
+    write_json_atomic(target, {"x": 1})
+    assert stat.S_IMODE(target.stat().st_mode) == mode
+    assert json.loads(target.read_text()) == {"x": 1}
+
+
+def test_a_new_file_follows_the_umask_not_mkstemps_0600(tmp_path):
+    previous = os.umask(0o022)
+    try:
+        write_bytes_atomic(tmp_path / "new.json", b"{}")
+    finally:
+        os.umask(previous)
+    assert stat.S_IMODE((tmp_path / "new.json").stat().st_mode) == 0o644
+
+
 def test_an_explicit_mode_is_applied(tmp_path):
     target = tmp_path / "private.json"
     write_bytes_atomic(target, b"{}", mode=0o600)

@@ -69,7 +69,7 @@ def test_a_csv_suite_reads_like_the_same_yaml_suite(write, tmp_path):
         ("s.csv", "id,text\na,b,c\n", "line 2 has more cells than the header"),
         ("s.csv", 'text\n"open\n', "not valid CSV"),
         ("s.csv", "id,text\na,\n", "artifact 1: 'text' must be non-empty text"),
-        ("s.csv", "text,response\nx,{bad\n", "line 2: 'response' must be a .json path or inline"),
+        ("s.csv", "text,response\nx,{bad\n", "line 2: 'response' opens with { so it is inline"),
     ],
 )
 def test_a_broken_jsonl_or_csv_suite_is_one_clear_error_naming_the_file(
@@ -81,6 +81,53 @@ def test_a_broken_jsonl_or_csv_suite_is_one_clear_error_naming_the_file(
     message = str(info.value)
     assert message.startswith(str(path)) and fragment in message
     assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("name", "text"),
+    [
+        ("s.yaml", "artifacts:\n  - text: a\n    response: dup.jsn\n"),
+        ("s.jsonl", '{"text": "a", "response": "dup.jsn"}\n'),
+        ("s.csv", "text,response\na,dup.jsn\n"),
+    ],
+)
+def test_a_response_path_typo_is_a_missing_file_never_inline_json(write, tmp_path, name, text):
+    write("dup.json", '{"refund": 1}')  # the file the typo meant
+    path = write(name, text)
+    with pytest.raises(InputError) as info:
+        read_suite(path)
+    assert str(info.value) == (
+        f"{path}: artifact 1: response file not found at {tmp_path / 'dup.jsn'}"
+    )
+
+
+def test_a_response_string_names_a_json_file_of_any_name_and_csv_inline_json_opens_a_structure(
+    write, tmp_path
+):
+    write("responses/r.txt", '{"refund": 1}')
+    yaml_suite = write("s.yaml", "artifacts:\n  - {text: a, response: responses/r.txt}\n")
+    assert read_suite(yaml_suite)[0].response == {"refund": 1}
+    csv_suite = write("s.csv", 'text,response\na,responses/r.txt\nb," [1, 2]"\n')
+    assert [a.response for a in read_suite(csv_suite)] == [{"refund": 1}, [1, 2]]
+    blank = write("b.yaml", "artifacts:\n  - {text: a, response: ' '}\n")
+    with pytest.raises(InputError, match="artifact 1: 'response' must be the path of a JSON"):
+        read_suite(blank)
+
+
+def test_canon_score_refuses_a_response_path_typo_with_exit_2(tmp_path):
+    project = tmp_path / "project"
+    shutil.copytree(EXAMPLES, project)
+    suite = project / "suite.yaml"
+    suite.write_text(suite.read_text().replace("duplicate-charge.json", "duplicate-charge.jsn"))
+    cwd = os.getcwd()
+    os.chdir(project)
+    try:
+        result = CliRunner().invoke(main, ["score", "--quiet"], catch_exceptions=False)
+    finally:
+        os.chdir(cwd)
+    assert result.exit_code == 2
+    assert result.stderr.startswith(f"canon: error: {suite}: artifact 1: response file not found")
+    assert result.stderr.rstrip().endswith("responses/duplicate-charge.jsn")
 
 
 ARTIFACTS = tuple(Artifact(f"text {k}", id=k) for k in ("refund-1", "refund-2", "roaming", "x[1]"))

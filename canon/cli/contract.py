@@ -342,7 +342,7 @@ def _alert_name(record: AuditRecord) -> str:
     "log_group",
     help="Poll this CloudWatch Logs group of spans (e.g. aws/spans) instead of WATCH_DIR.",
 )
-@click.option("--region", help="AWS region of the log group (default: the AWS configuration).")
+@click.option("--region", help="AWS region of the log group [default: AWS_REGION, else boto3's].")
 @click.option("--source-map", type=click.Path(path_type=Path), help=_MERGED_MAP_HELP)
 @click.option("--metadata", "pairs", multiple=True, help="key=value added to every execution.")
 @click.option(
@@ -413,6 +413,9 @@ def monitor(
             )
         )
 
+    def unreadable(path: Path, problem: str) -> None:
+        click.echo(f"canon contract monitor: {problem} (counted as unreadable)", err=True)
+
     place = f"cloudwatch:{log_group}" if log_group is not None else str(watch_dir)
 
     def started(done: int) -> None:
@@ -441,5 +444,5 @@ def monitor(
         stats = monitor_cloudwatch(loaded, log_group, region=region, **options)
     else:
         assert watch_dir is not None
-        stats = monitor_directory(loaded, watch_dir, **options)
+        stats = monitor_directory(loaded, watch_dir, on_unreadable=unreadable, **options)
     _print_stats(stats)

@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shlex
+import shutil
+import sys
+import sysconfig
 from pathlib import Path
 
 import click
@@ -99,9 +105,29 @@ Next, all offline:
   canon score     score suite.yaml with the scripted judge
   canon accept    record the run as baselines/suite.json (commit it)
   canon check     score again and compare with that baseline
-  pytest          tests/test_coherence.py asserts coherence with the canon_metric fixture
+  {pytest}tests/test_coherence.py asserts coherence with the canon_metric fixture
 To judge with a real model: canon set-judge --provider openai --model gpt-4o-mini
   (put OPENAI_API_KEY in .env; any LiteLLM provider works, see docs/judge.md)"""
+
+
+def pytest_command() -> str:
+    """How to run pytest with Canon's plugin: ``pytest`` when the first one on PATH is this
+    environment's, else this interpreter's ``-m pytest`` (another interpreter's pytest has
+    no canon fixtures: "fixture 'canon_metric' not found")."""
+    found = shutil.which("pytest")
+    scripts = sysconfig.get_path("scripts")
+    with contextlib.suppress(OSError):
+        if found is not None and os.path.samefile(os.path.dirname(found), scripts):
+            return "pytest"
+    return f"{shlex.quote(sys.executable)} -m pytest"
+
+
+def next_steps() -> str:
+    """The advice printed after the files are written."""
+    command = pytest_command()
+    # the column the other commands' descriptions start in, or a line of its own
+    lead = f"{command:<16}" if len(command) < 16 else f"{command}\n{' ' * 18}"
+    return _NEXT_STEPS.format(pytest=lead)
 
 
 class InitError(UsageError):
@@ -123,7 +149,7 @@ def init() -> None:
     written = scaffold(Path.cwd())
     for name in written:
         click.echo(f"created {name}")
-    click.echo(_NEXT_STEPS)
+    click.echo(next_steps())
 
 
 def scaffold(directory: Path) -> list[str]:

@@ -260,7 +260,7 @@ def generate_synthetic_command(policy_file: str, output: str | None) -> None:
             write_bytes_atomic,  # imported late: evaluate must start fast
         )
 
-        write_bytes_atomic(Path(output), render_json(cases), mode=0o600)
+        write_bytes_atomic(Path(output), render_json(cases))
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         fail(

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
@@ -49,15 +50,33 @@ class CloudWatchError(InputError):
 
 
 def logs_client(region: str | None = None) -> Any:
-    """A boto3 CloudWatch Logs client (``AWS_ENDPOINT_URL`` and profiles apply as usual)."""
+    """A boto3 CloudWatch Logs client (``AWS_ENDPOINT_URL`` and profiles apply as usual).
+
+    The region is ``region``, else ``AWS_REGION`` (which the AWS CLI and the other SDKs
+    read first and botocore ignores), else botocore's own: ``AWS_DEFAULT_REGION`` or the
+    profile's. With none of them it is an error naming how to give one."""
     try:
         import boto3  # type: ignore[import-untyped]  # boto3 ships no type stubs
+        from botocore.exceptions import (  # type: ignore[import-untyped]
+            BotoCoreError,
+            NoRegionError,
+        )
     except ImportError:
         raise CloudWatchError(
             f"the CloudWatch monitor needs boto3, which is not installed; install it with: "
             f"{INSTALL_LINE}"
         ) from None
-    return boto3.client("logs", region_name=region)
+    try:
+        return boto3.client("logs", region_name=region or os.environ.get("AWS_REGION") or None)
+    except NoRegionError:
+        raise CloudWatchError(
+            "the CloudWatch monitor needs the log group's AWS region: pass --region REGION, "
+            "or set AWS_REGION (or AWS_DEFAULT_REGION, or region in your AWS profile)"
+        ) from None
+    except BotoCoreError as exc:  # the AWS configuration itself: a profile that is not there
+        raise CloudWatchError(
+            f"the CloudWatch monitor cannot use the AWS configuration: {exc}"
+        ) from None
 
 
 @dataclass(slots=True)

@@ -45,14 +45,12 @@ def _signature(path: Path) -> Signature | None:
     return status.st_size, status.st_mtime_ns
 
 
-def _digest(path: Path) -> str | None:
+def _digest(path: Path) -> str:
+    """The SHA-256 of the file's bytes; raises OSError when they cannot be read."""
     hasher = hashlib.sha256()
-    try:
-        with open(path, "rb") as stream:
-            for chunk in iter(lambda: stream.read(1 << 20), b""):
-                hasher.update(chunk)
-    except OSError:
-        return None
+    with open(path, "rb") as stream:
+        for chunk in iter(lambda: stream.read(1 << 20), b""):
+            hasher.update(chunk)
     return hasher.hexdigest()
 
 
@@ -63,6 +61,7 @@ class _Session:
     metadata: Mapping[str, Any] | None
     source_map: Mapping[str, DataSource] | None
     on_violation: Callable[[AuditRecord], None] | None
+    on_unreadable: Callable[[Path, str], None] | None
     settle: float
     clock: Callable[[], float]
     # name -> the signature its key was computed for, and that key (the file is done)
@@ -85,8 +84,11 @@ class _Session:
         if self.clock() - signature[1] / 1e9 < self.settle:
             self.pending.add(name)  # written within the settle window: maybe not finished
             return
-        digest = _digest(path)
-        if digest is None:
+        try:
+            digest = _digest(path)
+        except OSError as exc:  # no record (it has no key): reported again only if it changes
+            self.known[name] = (signature, "")
+            self._unreadable(path, f"{path}: cannot be read: {exc.strerror or exc}")
             return
         key = f"file:{name}#sha256:{digest}"
         if key in self.ledger.done or key in self.ledger.files_done:
@@ -102,7 +104,7 @@ class _Session:
             return
         self.known[name] = (signature, key)
         if problem is not None:
-            self.counts["error"] += 1
+            self._unreadable(path, problem)
             error = {"trace": str(path), "verdict": {"status": "error"}, "error": problem}
             self.ledger.finish(key, error, path.stem)
             return
@@ -112,6 +114,11 @@ class _Session:
                 stem = path.stem if len(runs) == 1 else run_stem(path.stem, trace_id)
                 self._validate(path, execution, run_key, stem, len(runs), trace_id)
         self.ledger.files_done.add(key)
+
+    def _unreadable(self, path: Path, problem: str) -> None:
+        self.counts["error"] += 1
+        if self.on_unreadable is not None:
+            self.on_unreadable(path, problem)
 
     def _validate(
         self, path: Path, execution: Execution, key: str, stem: str, runs: int, trace_id: str
@@ -155,6 +162,7 @@ def monitor_directory(
     metadata: Mapping[str, Any] | None = None,
     source_map: Mapping[str, DataSource] | None = None,
     on_violation: Callable[[AuditRecord], None] | None = None,
+    on_unreadable: Callable[[Path, str], None] | None = None,
     on_start: Callable[[int], None] | None = None,
     max_polls: int | None = None,
     stop: Callable[[], bool] | None = None,
@@ -168,7 +176,9 @@ def monitor_directory(
     its modification time). With ``output_dir``, the records there are the memory: across
     restarts, and across a kill, no trace is validated twice or skipped, and
     ``on_violation`` (called with each FAIL or WARN record) fires once per run (a kill in
-    the instant after an alert may repeat that one alert). ``on_start`` gets the number of
+    the instant after an alert may repeat that one alert). A settled file that cannot be
+    read or is no trace counts as unreadable (``errors``) and ``on_unreadable`` gets its
+    path and the reason, once per version of the file. ``on_start`` gets the number of
     traces that already have a record, before the first poll. Stops after ``max_polls``
     polls, when ``stop()`` returns True, or on Ctrl-C, and returns the statistics.
     """
@@ -180,7 +190,9 @@ def monitor_directory(
             "give another --output-dir"
         )
     ledger = Ledger(None if output_dir is None else Path(output_dir))
-    session = _Session(contract, ledger, metadata, source_map, on_violation, settle, clock)
+    session = _Session(
+        contract, ledger, metadata, source_map, on_violation, on_unreadable, settle, clock
+    )
     polls = 0
     try:
         if on_start is not None:

@@ -147,8 +147,13 @@ def _is_config_file(candidate: Path) -> bool:
     return True
 
 
-def load_config(explicit: Path | None = None, *, cwd: Path | None = None) -> Config:
-    """Load the project's config: ``explicit`` if given, else the discovered one."""
+def load_config(
+    explicit: Path | None = None, *, cwd: Path | None = None, required: bool = True
+) -> Config:
+    """Load the project's config: ``explicit`` if given, else the discovered one.
+
+    With none found it is an error naming how to start a project (``canon init``), unless
+    ``required`` is false: then the defaults apply (``source`` is None)."""
     cwd = (cwd or _current_directory()).resolve()
     if explicit is not None:
         path = cwd / explicit
@@ -163,6 +168,12 @@ def load_config(explicit: Path | None = None, *, cwd: Path | None = None) -> Con
         return config_from_mapping(_read_settings(path), source=path, base_dir=cwd)
     found = discover_config_file(cwd)
     if found is None:
+        if required:
+            raise ConfigError(
+                f"no canon.yaml (or pyproject.toml with [tool.canon]) in {cwd} or any "
+                "directory above it; run `canon init` to start a project here, or pass "
+                "--config FILE"
+            )
         return Config(
             source=None,
             base_dir=cwd,

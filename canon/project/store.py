@@ -208,7 +208,8 @@ def _yaml_problem(exc: yaml.YAMLError) -> str:
 def write_bytes_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
     """Write bytes so that readers see the old file or the new one, never half of one.
 
-    ``mode`` sets the file's permissions; by default they follow the umask like any new file.
+    ``mode`` sets the file's permissions; by default a replaced file keeps its own and a new
+    one follows the umask, like any file a tool writes.
     """
     path.parent.mkdir(parents=True, exist_ok=True)
     sweep_stale_temps(path.parent, f".{path.name}.")
@@ -218,8 +219,8 @@ def write_bytes_atomic(path: Path, data: bytes, *, mode: int | None = None) -> N
             stream.write(data)
             stream.flush()
             os.fsync(stream.fileno())
-        # mkstemp makes a private 0600 file; give the final file ordinary permissions.
-        os.chmod(temp_name, mode if mode is not None else 0o666 & ~_umask())
+        # mkstemp makes a private 0600 file; give the final file the permissions it should have.
+        os.chmod(temp_name, mode if mode is not None else _mode_for(path))
         os.replace(temp_name, path)
     except BaseException:
         Path(temp_name).unlink(missing_ok=True)
@@ -282,6 +283,14 @@ def sweep_stale_temps(directory: Path, prefix: str, *, now: float | None = None)
 def write_text_atomic(path: Path, text: str) -> None:
     """Write UTF-8 text atomically (see ``write_bytes_atomic``)."""
     write_bytes_atomic(path, text.encode("utf-8"))
+
+
+def _mode_for(path: Path) -> int:
+    """The permissions a write to ``path`` gives: the existing file's, else the umask's."""
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        return 0o666 & ~_umask()
 
 
 def _umask() -> int:

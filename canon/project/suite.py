@@ -17,13 +17,15 @@ from canon.project.store import loads_strict, read_bytes, read_text, read_yaml
 _ENTRY_KEYS = frozenset({"id", "text", "input", "context", "response", "trace"})
 JSONL_SUFFIXES = (".jsonl", ".ndjson")
 CSV_SUFFIXES = (".csv",)
+# how a CSV response cell that is JSON itself opens; any other cell is a JSON file's path
+_INLINE_JSON = ("{", "[")
 
 
 def read_suite(path: Path, *, roots: Sequence[Path] | None = None) -> tuple[Artifact, ...]:
     """Read a suite file: entries with ``text`` and optional ``id``, ``input`` (the request
     the text answers: text, or a list of ``{role, content}`` messages), ``context`` (text or
-    a list of texts the agent worked from), ``response`` (inline JSON value or a .json path)
-    and ``trace`` (a .json path).
+    a list of texts the agent worked from), ``response`` (an inline value, or a string: the
+    path of a JSON file) and ``trace`` (a trace file's path).
 
     YAML holds them under ``artifacts:``; a ``.jsonl`` file has one per line; a ``.csv``
     file has a header row naming the columns. With ``roots``, every response and trace file
@@ -70,9 +72,13 @@ def _entry(item: object, index: int, suite: Path, roots: tuple[Path, ...] | None
         # the key of a text-only entry is a digest of its text: replicates need a stable id
         raise InputError(f"{where}: an entry with several responses in 'text' needs an 'id'")
     response = item.get("response")
-    # A string ending in .json names a file; anything else is the structured response itself.
-    if isinstance(response, str) and response.endswith(".json"):
-        response = _response_file(_inside(suite.parent / response, roots, where, "response"))
+    # A string always names a JSON file, whatever its name (a typo such as dup.jsn is a file
+    # not found, never text taken for the response); an inline response is the structure.
+    if isinstance(response, str):
+        if not response.strip():
+            raise InputError(f"{where}: 'response' must be the path of a JSON file, or inline")
+        path = _inside(suite.parent / response, roots, where, "response")
+        response = _response_file(path, f"{where}: response file")
     trace = item.get("trace")
     if trace is not None:
         if not isinstance(trace, str) or not trace.strip():
@@ -153,7 +159,8 @@ def _csv_entries(path: Path) -> list[Any]:
             raise InputError(f"{path}: line {number} has more cells than the header has columns")
         # An empty cell is an absent value, so one file can mix rows with and without traces.
         entry = {key: value for key, value in row.items() if value not in (None, "")}
-        if "response" in entry and not entry["response"].endswith(".json"):
+        # a cell is inline JSON when it opens an object or array, and a file's path otherwise
+        if "response" in entry and entry["response"].lstrip().startswith(_INLINE_JSON):
             entry["response"] = _csv_json(entry["response"], path, number)
         entries.append(entry)
     if not entries:
@@ -166,7 +173,8 @@ def _csv_json(cell: str, path: Path, line: int) -> Any:
         return loads_strict(cell)
     except ValueError as exc:
         raise InputError(
-            f"{path}: line {line}: 'response' must be a .json path or inline JSON: {exc}"
+            f"{path}: line {line}: 'response' opens with {cell.lstrip()[0]} so it is inline "
+            f"JSON, and it is not valid: {exc}"
         ) from None
 
 
@@ -218,10 +226,10 @@ def _inside(path: Path, roots: tuple[Path, ...] | None, where: str, key: str) ->
     )
 
 
-def _response_file(path: Path) -> Any:
+def _response_file(path: Path, what: str) -> Any:
     # Decoded exactly as `canon policy evaluate` decodes a response: duplicate members,
     # non-finite numbers and anything over the policy gate's size limit are refused.
-    data = read_bytes(path, "response", limit=MAX_INPUT_BYTES)
+    data = read_bytes(path, what, limit=MAX_INPUT_BYTES)
     try:
         return decode_json_bytes(data, what=f"{path}: response")
     except PolicyError as exc:

@@ -146,7 +146,7 @@ def test_the_setting_is_read_from_canon_yaml_and_pyproject(tmp_path):
     assert load_config(cwd=other).otel == "on"
     empty = tmp_path / "empty"
     empty.mkdir()
-    assert load_config(cwd=empty).otel == "off"
+    assert load_config(cwd=empty, required=False).otel == "off"
     (other / "pyproject.toml").write_text('[tool.canon]\notel = "on"\n')
     with pytest.raises(ConfigError, match=r"pyproject.toml: 'otel' must be true, false or strict"):
         load_config(cwd=other)

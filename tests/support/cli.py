@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -64,3 +65,13 @@ def one_error_line(result: Result) -> str:
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("canon: error: "), result.stderr
     return lines[0]
+
+
+def advised_pytest(init_stdout: str) -> list[str]:
+    """The pytest command `canon init`'s closing advice names, as arguments to run."""
+    lines = init_stdout.splitlines()
+    (index,) = [i for i, line in enumerate(lines) if "tests/test_coherence.py asserts" in line]
+    described = lines[index].strip()
+    if described.startswith("tests/"):  # a long command stands on the line before
+        return shlex.split(lines[index - 1])
+    return shlex.split(described.split("tests/test_coherence.py")[0])

@@ -301,6 +301,13 @@ def test_monitor_command_validates_and_writes_audit_records(traces, tmp_path):
         "fail_a_invalid.json",
         "pass_b_valid.json",
     ]
+    # the unreadable file is named, with the reason, on stderr: once, though polled twice
+    unreadable = [line for line in result.stderr.splitlines() if "unreadable" in line]
+    assert unreadable == [
+        f"canon contract monitor: {traces / 'c_broken.json'}: not a trace: not JSON: "
+        "Expecting value at line 1 column 1, and line 1 is not a JSON document either; "
+        "expected an OTLP/Jaeger JSON export or OTLP JSON lines (counted as unreadable)"
+    ]
 
 
 def _canon(*args: str) -> subprocess.CompletedProcess[str]:

@@ -448,3 +448,72 @@ def test_look_back_without_a_log_group_is_a_usage_error(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, [*base, "--output-dir", str(tmp_path), "--settle", "-1"])
     assert result.exit_code == 2
     assert "--settle" in result.output
+
+
+def _monitor_once(
+    group: str, tmp_path: Path, env: dict[str, str]
+) -> subprocess.CompletedProcess[str]:
+    """`canon contract monitor` on the emulator for two polls, as a real process in ``env``."""
+    contract = tmp_path / "c.yaml"
+    contract.write_text(CONTRACT)
+    command = ["contract", "monitor", "--contract", str(contract), "--cloudwatch-log-group", group]
+    polls = ["--max-polls", "2", "--poll-interval", "0", "--settle", "0"]
+    return subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "canon.cli",
+            *command,
+            "--output-dir",
+            str(tmp_path / "audit"),
+            *polls,
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def _env_without_region(aws_env: dict[str, str], tmp_path: Path) -> dict[str, str]:
+    unset = ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_PROFILE")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
+    env.update({k: v for k, v in aws_env.items() if k != "AWS_DEFAULT_REGION"})
+    env["AWS_CONFIG_FILE"] = str(tmp_path / "no-aws-config")  # no profile region either
+    return env
+
+
+def test_the_region_comes_from_aws_region_as_the_aws_cli_reads_it(
+    logs: Any, aws_env: dict[str, str], tmp_path: Path
+) -> None:
+    group = _group(logs, "region-from-aws-region")
+    _put(logs, group, _trace("f" * 32, "lookup"))
+    env = {**_env_without_region(aws_env, tmp_path), "AWS_REGION": "us-east-1"}
+    result = _monitor_once(group, tmp_path, env)
+    assert result.returncode == 0, result.stderr
+    assert "validated 1 trace(s)" in result.stdout
+
+
+def test_no_region_anywhere_is_exit_2_naming_how_to_give_one(
+    logs: Any, aws_env: dict[str, str], tmp_path: Path
+) -> None:
+    result = _monitor_once("aws/spans", tmp_path, _env_without_region(aws_env, tmp_path))
+    assert result.returncode == 2, result.stderr
+    assert result.stdout == ""
+    assert result.stderr == (
+        "canon: error: the CloudWatch monitor needs the log group's AWS region: pass --region "
+        "REGION, or set AWS_REGION (or AWS_DEFAULT_REGION, or region in your AWS profile)\n"
+    )
+
+
+def test_a_profile_that_does_not_exist_is_exit_2_naming_it(
+    logs: Any, aws_env: dict[str, str], tmp_path: Path
+) -> None:
+    env = {**_env_without_region(aws_env, tmp_path), "AWS_PROFILE": "no-such-profile"}
+    result = _monitor_once("aws/spans", tmp_path, env)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr == (
+        "canon: error: the CloudWatch monitor cannot use the AWS configuration: The config "
+        "profile (no-such-profile) could not be found\n"
+    )

@@ -9,6 +9,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from canon.gates.contracts import load_template
 from canon.monitor import monitor_directory
 
@@ -116,6 +118,42 @@ def test_a_file_that_never_parses_is_an_error_once_even_across_restarts(tmp_path
     _copy(corpus_dir, "valid_claim.json", watch / "junk.json")
     stats = monitor_directory(CLAIMS, watch, output_dir=out, settle=0, max_polls=1)
     assert (stats.validated, stats.passed, stats.errors) == (1, 1, 0)
+
+
+def test_an_unreadable_file_is_reported_with_its_reason_once_per_version(tmp_path):
+    watch = tmp_path / "in"
+    watch.mkdir()
+    (watch / "junk.json").write_text("{not json")
+    reported: list[tuple[Path, str]] = []
+
+    def note(path: Path, problem: str) -> None:
+        reported.append((path, problem))
+
+    stats = monitor_directory(
+        CLAIMS, watch, settle=0, on_unreadable=note, max_polls=3, sleep=_no_wait
+    )
+    assert stats.errors == 1
+    ((path, problem),) = reported
+    assert path == watch / "junk.json"
+    assert problem.startswith(f"{watch / 'junk.json'}: not a trace: not JSON")
+
+
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs Linux's /proc")
+def test_a_file_the_system_cannot_read_is_counted_and_reported_not_skipped(tmp_path):
+    watch = tmp_path / "in"
+    watch.mkdir()
+    # a regular file whose read fails (EIO at offset 0), for root too, unlike chmod 000
+    (watch / "mem.json").symlink_to("/proc/self/mem")
+    reported: list[str] = []
+
+    def note(path: Path, problem: str) -> None:
+        reported.append(problem)
+
+    stats = monitor_directory(
+        CLAIMS, watch, settle=0, on_unreadable=note, max_polls=3, sleep=_no_wait
+    )
+    assert (stats.validated, stats.errors) == (0, 1)
+    assert reported == [f"{watch / 'mem.json'}: cannot be read: Input/output error"]
 
 
 def test_a_restart_neither_repeats_nor_skips_a_trace_nor_its_alert(tmp_path, corpus_dir):

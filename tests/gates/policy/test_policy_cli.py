@@ -217,13 +217,19 @@ def test_generate_synthetic_conflict_is_a_controlled_error(tmp_path: Path) -> No
     error(run("generate-synthetic", path), "SYNTHETIC_GENERATION_FAILED")
 
 
-def test_output_is_written_atomically_and_privately(files: dict[str, str], tmp_path: Path) -> None:
+def test_output_is_written_atomically_with_ordinary_permissions(
+    files: dict[str, str], tmp_path: Path
+) -> None:
     target = tmp_path / "nested" / "dir" / "cases.json"
-    document = ok(run("generate-synthetic", files["policy"], "--output", str(target)))
+    previous = os.umask(0o022)
+    try:
+        document = ok(run("generate-synthetic", files["policy"], "--output", str(target)))
+    finally:
+        os.umask(previous)
     assert document == {"output_written": True, "policy_id": "release-gate"}
     assert json.loads(target.read_text(encoding="utf-8"))["policy_id"] == "release-gate"
     assert target.read_bytes().endswith(b"}\n")
-    assert stat.S_IMODE(target.stat().st_mode) == 0o600
+    assert stat.S_IMODE(target.stat().st_mode) == 0o644  # 0666 & ~umask, as any tool writes
     assert [p.name for p in target.parent.iterdir()] == ["cases.json"]
 
 
