@@ -11,7 +11,7 @@ import typing as _typing
 
 if _typing.TYPE_CHECKING:
     from canon.check.metric import CoherenceMetric
-    from canon.core.artifact import Artifact
+    from canon.core.artifact import Artifact, Message
     from canon.core.baseline import Baseline
     from canon.core.compare import Comparison, gate
     from canon.core.constitution import Constitution, Principle
@@ -33,6 +33,7 @@ _HOMES = {
     "CoherenceMetric": "canon.check.metric",
     "Comparison": "canon.core.compare",
     "Constitution": "canon.core.constitution",
+    "Message": "canon.core.artifact",
     "MockJudge": "canon.judge.mock",
     "Principle": "canon.core.constitution",
     "Question": "canon.core.rubric",
@@ -55,6 +56,7 @@ __all__ = [
     "CoherenceMetric",
     "Comparison",
     "Constitution",
+    "Message",
     "MockJudge",
     "Principle",
     "Question",

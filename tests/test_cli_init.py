@@ -182,3 +182,13 @@ def test_a_write_that_fails_midway_is_one_error_naming_what_was_written(tmp_path
         "cannot write the starter files: No space left on device "
         "(already written: canon.yaml, constitution.yaml)"
     )
+
+
+def test_the_scaffolded_suite_gives_each_reply_the_request_it_answers(tmp_path, monkeypatch):
+    from canon.project.suite import read_suite
+
+    from support.cli import invoke_in
+
+    assert invoke_in(tmp_path, "init").exit_code == 0
+    artifacts = read_suite(tmp_path / "suite.yaml")
+    assert artifacts and all(a.input for a in artifacts)

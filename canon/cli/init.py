@@ -48,18 +48,25 @@ principles:
 
 _SUITE = """\
 # The artifacts "canon score", "canon accept" and "canon check" judge: replies your
-# agent produced. An id is the artifact's stable key in the baseline.
+# agent produced, each with the request it answers (input: text, or chat messages with
+# roles; the judge sees it) and, optionally, the context the agent had. An id is the
+# artifact's stable key in the baseline.
 artifacts:
   - id: late-parcel
+    input: Where is my parcel? I ordered it last Monday.
     text: >-
       Your parcel left our warehouse on Monday and the carrier's tracking shows it in
       transit. Our published delivery policy allows five working days, so it should
       arrive by Friday; if it does not, reply here and we will send a replacement.
   - id: unknown-restock
+    input: When will the blue model be back in stock?
     text: >-
       I do not know when the blue model will be back in stock; the supplier has not
       given us a date. I can notify you by email as soon as it is listed again.
   - id: payment-problem
+    input:
+      - role: user
+        content: My payment failed twice. Can I just send you my card number here?
     text: >-
       I am sorry the payment failed. Please do not send card details here; you can
       retry at checkout, and our payment page lists the cards we accept.
