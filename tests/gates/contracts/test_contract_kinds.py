@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-import importlib.util
-import re
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
@@ -21,24 +17,6 @@ from canon.gates.contracts.kinds import KINDS, by_type, kinds_table
 from canon.gates.contracts.kinds.must_precede import KIND as MUST_PRECEDE
 
 DOCS = Path(__file__).resolve().parents[3] / "docs"
-
-
-def _doc_example(tmp_path: Path) -> ModuleType:
-    """The module docs/development.md shows under "Adding a constraint kind", imported."""
-    text = (DOCS / "development.md").read_text(encoding="utf-8")
-    section = text.split("## Adding a constraint kind", 1)[1]
-    source = re.findall(r"```python\n(.*?)```", section, flags=re.DOTALL)[0]
-    path = tmp_path / "max_tool_calls.py"
-    path.write_text(source, encoding="utf-8")
-    spec = importlib.util.spec_from_file_location("doc_max_tool_calls", path)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up while building
-    try:
-        spec.loader.exec_module(module)
-    finally:
-        del sys.modules[spec.name]
-    return module
 
 
 def test_the_docs_table_of_kinds_is_the_registrys():
@@ -66,8 +44,8 @@ def _fields(kind: object) -> dict[str, object]:
     return {name: getattr(kind, name) for name in kind.__slots__}  # type: ignore[attr-defined]
 
 
-def test_the_worked_example_in_the_docs_loads_checks_and_dumps(tmp_path, make_execution):
-    example = _doc_example(tmp_path)
+def test_the_worked_example_in_the_docs_loads_checks_and_dumps(doc_example, make_execution):
+    example = doc_example("Adding a constraint kind")
     kinds = (*KINDS, example.KIND)
     text = "name: budget\nconstraints:\n  - {type: max_tool_calls, limit: 2, severity: warning}\n"
     contract = load_contract(text, kinds=kinds)
