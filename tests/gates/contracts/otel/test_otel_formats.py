@@ -3,6 +3,7 @@ two that claim one object, and the docs' table and the error's list written from
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -11,7 +12,12 @@ from typing import Any
 
 import pytest
 
-from canon.gates.contracts.otel import TraceError, normalize_trace, normalize_traces
+from canon.gates.contracts.otel import (
+    TraceError,
+    normalize_trace,
+    normalize_traces,
+    normalize_traces_text,
+)
 from canon.gates.contracts.otel.formats import FORMATS, REGISTRY, Registry, formats_table
 from canon.gates.contracts.otel.spans import collect_spans
 
@@ -164,3 +170,24 @@ def test_the_worked_example_in_the_docs_reads_a_langsmith_export(
     # not registered: the built-in table does not read it
     with pytest.raises(TraceError, match="not a trace"):
         normalize_traces(runs, source="runs.json")
+
+
+def test_the_text_road_refuses_an_object_two_formats_claim_too() -> None:
+    # plain OTLP text takes msgspec's typed road; a second format's key sends it to the
+    # collector, which refuses it rather than reading it as OTLP alone
+    text = json.dumps({**_OTLP, "resourceLogs": []})
+    with pytest.raises(TraceError, match="reads as both OTLP JSON"):
+        normalize_traces_text(text, source="t.json")
+    assert normalize_traces_text(json.dumps(_OTLP), source="t.json")[0].steps[0].name == "agent"
+
+
+def test_canon_contract_generate_names_the_file_and_both_formats(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from canon.cli.contract import contract
+
+    trace = tmp_path / "both.json"
+    trace.write_text(json.dumps({**_OTLP, "resourceMetrics": []}), encoding="utf-8")
+    result = CliRunner().invoke(contract, ["generate", "--traces", str(trace), "--name", "x"])
+    assert result.exit_code == 2
+    assert f"{trace}: the object at top level reads as both OTLP JSON" in result.output

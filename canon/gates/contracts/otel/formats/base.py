@@ -71,7 +71,8 @@ class TraceFormat:
     """One trace format, as the registry lists it.
 
     ``claims`` tests an object's keys (cheap: it runs on every object in a position the
-    format is read at, ``at``); ``read`` reads a claimed object into the sink. Formats of
+    format is read at, ``at``); ``read`` reads a claimed object into the sink, given where
+    it is for messages (the object's path; for an array element, the array's). Formats of
     ``rank`` 0 never overlap (two that claim one object are refused by name); a higher
     rank is asked only when no lower one claims (the generic span shape, then an
     envelope). ``finish`` rewrites the file's entries once read, given the positions of
