@@ -78,7 +78,7 @@ def otlp_raw_span(span: Any, scope: str, position: int) -> RawSpan:
 FORMAT = TraceFormat(
     name="otlp",
     title="OTLP JSON",
-    expected="OTLP JSON (resourceSpans), a Tempo export (batches)",
+    expected="OTLP JSON (resourceSpans; one document per line too), a Tempo export (batches)",
     shape="`resourceSpans`/`scopeSpans`, snake_case, legacy `instrumentationLibrarySpans`, "
     "Tempo's `batches`",
     learned_from="opentelemetry-proto, Strands, agentevals",
