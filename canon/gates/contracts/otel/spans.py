@@ -56,8 +56,6 @@ class SpanBatch:
 _SPAN_ID = itemgetter("spanId")
 _START = itemgetter("startTimeUnixNano")
 _NAME = itemgetter("name")
-_DOCUMENT = Where.DOCUMENT
-_ITEM = Where.ITEM
 
 
 class _Collector:
@@ -74,7 +72,10 @@ class _Collector:
         self.log_records = 0
         self.logs: list[LogEvent] = []
         self.metrics = 0
-        self.finishing: dict[str, tuple[TraceFormat, set[int]]] = {}  # by format name
+        # formats with a ``finish``, by name, and the (first, end) positions they read
+        self.finishing: dict[str, tuple[TraceFormat, list[tuple[int, int]]]] = {}
+        self._item = registry.at(Where.ITEM).recognize
+        self._document = registry.at(Where.DOCUMENT).recognize
 
     def fail(self, found: str) -> TraceError:
         return TraceError(
@@ -87,7 +88,7 @@ class _Collector:
         if not isinstance(raw, list):
             self.document(raw, where)
             return
-        recognize = self.registry.recognize
+        recognize = self._item
         for position, item in enumerate(raw):
             if isinstance(item, str):
                 item = json_object(item)  # a span written as JSON text (any-agent)
@@ -95,7 +96,7 @@ class _Collector:
                 self.read(item, f"{where}[{position}]")  # Datadog: a list of traces
             elif isinstance(item, dict):
                 try:
-                    found = recognize(item, _ITEM)
+                    found = recognize(item)
                 except Ambiguous as clash:
                     raise TraceError(clash.message(self.source, f"{where}[{position}]")) from None
                 if found is None:
@@ -108,7 +109,7 @@ class _Collector:
         if not isinstance(raw, dict):
             raise self.fail(f"{type_name(raw)} at {where}")
         try:
-            found = self.registry.recognize(raw, _DOCUMENT)
+            found = self._document(raw)
         except Ambiguous as clash:
             raise TraceError(clash.message(self.source, where)) from None
         if found is not None:
@@ -126,8 +127,7 @@ class _Collector:
         first = self.count
         found.read(raw, self, where)
         if self.count > first:
-            _, positions = self.finishing.setdefault(found.name, (found, set()))
-            positions.update(range(first, self.count))
+            self.finishing.setdefault(found.name, (found, []))[1].append((first, self.count))
 
     def add_otlp_spans(self, spans: list[Any], scope: str) -> None:
         columns = _plain_otlp_columns(spans) if spans else None
@@ -158,9 +158,7 @@ class _Collector:
             self.resource.update(decode_kv_list(own_resource.get("attributes")))
 
     def add(self, span: RawSpan) -> None:
-        if span.position != self.count:
-            span = span._replace(position=self.count)
-        self.entries.append(span)
+        self.entries.append(span)  # built at position ``count``, as readers build them
         self.count += 1
 
 
@@ -186,9 +184,9 @@ def collect_spans(raw: object, *, source: str, registry: Registry = REGISTRY) ->
     if not collector.count:
         raise TraceError(f"{source}: the trace holds no spans: {_no_spans(raw, collector)}")
     entries = collector.entries
-    for found, positions in collector.finishing.values():
+    for found, ranges in collector.finishing.values():
         assert found.finish is not None
-        entries = found.finish(entries, positions)
+        entries = found.finish(entries, {at for first, end in ranges for at in range(first, end)})
     unjoined = 0
     if collector.logs:
         spans, unjoined = join_events(SpanBatch(entries, {}).spans, collector.logs)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -191,3 +191,46 @@ def test_canon_contract_generate_names_the_file_and_both_formats(tmp_path: Path)
     result = CliRunner().invoke(contract, ["generate", "--traces", str(trace), "--name", "x"])
     assert result.exit_code == 2
     assert f"{trace}: the object at top level reads as both OTLP JSON" in result.output
+
+
+def _objects(value: object) -> Iterator[dict[str, Any]]:
+    """Every JSON object in a parsed value, nested ones too."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            yield item
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _documents(text: str) -> list[object]:
+    """The JSON a corpus file holds: one document, or its lines that are JSON."""
+    try:
+        return [json.loads(text)]
+    except ValueError:
+        found = []
+        for line in text.splitlines():
+            try:
+                found.append(json.loads(line))
+            except ValueError:
+                continue  # a console capture's text line
+        return found
+
+
+def test_no_format_claims_an_object_without_one_of_its_keys() -> None:
+    # the registry asks an object only the formats its keys name: a format claiming an
+    # object that holds none of its keys would never be asked about it
+    corpus = Path(__file__).resolve().parents[3] / "corpus"
+    paths = sorted(p for p in corpus.rglob("*") if p.suffix in (".json", ".jsonl"))
+    assert len(paths) > 80
+    checked = 0
+    for path in paths:
+        for document in _documents(path.read_text(encoding="utf-8")):
+            for item in _objects(document):
+                for found in FORMATS:
+                    if found.claims(item):
+                        assert not set(found.keys).isdisjoint(item), (path.name, found.name)
+                        checked += 1
+    assert checked > 1000

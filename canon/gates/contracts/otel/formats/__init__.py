@@ -63,9 +63,9 @@ class Ambiguous(Exception):  # not an error to show: the collector names the fil
 
 
 class Registry:
-    """A table of formats, sorted for asking: per position, the formats of each rank."""
+    """A table of formats, indexed for asking: per position, by the keys an object holds."""
 
-    __slots__ = ("_ranks", "expected", "formats")
+    __slots__ = ("_at", "expected", "formats")
 
     def __init__(self, formats: tuple[TraceFormat, ...]) -> None:
         names = [found.name for found in formats]
@@ -73,20 +73,57 @@ class Registry:
         if twice:
             raise ValueError(f"trace formats registered twice: {', '.join(twice)}")
         self.formats = formats
-        self._ranks = {
-            where: [
-                tuple(found for found in formats if where in found.at and found.rank == rank)
-                for rank in sorted({found.rank for found in formats if where in found.at})
-            ]
-            for where in Where
-        }
+        self._at = {where: _Position(formats, where) for where in Where}
         phrases = [found.expected for found in formats if found.expected]
         self.expected = ", ".join(phrases[:-1]) + ", or " + phrases[-1] if phrases else ""
+
+    def at(self, where: Where) -> _Position:
+        """The formats read in position ``where``, ready to ask."""
+        return self._at[where]
 
     def recognize(self, raw: dict[str, Any], where: Where) -> TraceFormat | None:
         """The format that claims ``raw`` in position ``where``, or None when none does;
         ``Ambiguous`` when two of one rank claim it."""
-        for rank in self._ranks[where]:
+        return self._at[where].recognize(raw)
+
+
+_Ranks = tuple[tuple[TraceFormat, ...], ...]
+_MAX_LAYOUTS = 4096  # layouts of keys remembered per position (a file has a handful)
+
+
+class _Position:
+    """The formats of one position, found for an object by the keys it holds."""
+
+    __slots__ = ("_by_key", "_layouts", "_order")
+
+    def __init__(self, formats: tuple[TraceFormat, ...], where: Where) -> None:
+        self._order = {found.name: at for at, found in enumerate(formats)}
+        self._by_key: dict[str, list[TraceFormat]] = {}
+        for found in formats:
+            if where in found.at:
+                for key in found.keys:
+                    self._by_key.setdefault(key, []).append(found)
+        self._layouts: dict[tuple[str, ...], _Ranks] = {}
+
+    def _ranks(self, layout: tuple[str, ...]) -> _Ranks:
+        """The formats an object of these keys could be: by rank, then in table order."""
+        seen: dict[str, TraceFormat] = {}
+        for key in layout:
+            for found in self._by_key.get(key, ()):
+                seen.setdefault(found.name, found)
+        candidates = sorted(seen.values(), key=lambda found: (found.rank, self._order[found.name]))
+        ranks = sorted({found.rank for found in candidates})
+        return tuple(tuple(f for f in candidates if f.rank == rank) for rank in ranks)
+
+    def recognize(self, raw: dict[str, Any]) -> TraceFormat | None:
+        """The format that claims ``raw``, or None; ``Ambiguous`` when two of one rank do."""
+        layout = tuple(raw)
+        ranks = self._layouts.get(layout)
+        if ranks is None:
+            if len(self._layouts) >= _MAX_LAYOUTS:
+                self._layouts.clear()
+            ranks = self._layouts[layout] = self._ranks(layout)
+        for rank in ranks:
             found = None
             for candidate in rank:
                 if candidate.claims(raw):

@@ -46,5 +46,6 @@ FORMAT = TraceFormat(
     learned_from="bedrock-agentcore-starter-toolkit (rows), strands-evals (ADOT spans); the "
     "envelopes are built by the tests around those spans: no recorded one was found",
     claims=_claims,
+    keys=_SESSION_KEYS,
     read=_read,
 )

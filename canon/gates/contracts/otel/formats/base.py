@@ -34,7 +34,7 @@ class SpanSink(Protocol):
     count: int  # spans kept so far: the position of the next one
 
     def add(self, span: RawSpan) -> None:
-        """Keep one decoded span, built at position ``count``."""
+        """Keep one decoded span; it was built at position ``count``."""
         ...
 
     def add_resource(self, attributes: dict[str, Any]) -> None:
@@ -70,9 +70,11 @@ class SpanSink(Protocol):
 class TraceFormat:
     """One trace format, as the registry lists it.
 
-    ``claims`` tests an object's keys (cheap: it runs on every object in a position the
-    format is read at, ``at``); ``read`` reads a claimed object into the sink, given where
-    it is for messages (the object's path; for an array element, the array's). Formats of
+    ``claims`` tests an object's keys; it is asked only about objects that hold one of
+    ``keys`` (the registry indexes formats by them, so an object is tested by the few
+    formats it could be), and it must never hold for an object without one. ``read`` reads
+    a claimed object into the sink, given where it is for messages (the object's path; for
+    an array element, the array's); it builds each span at position ``sink.count``. Formats of
     ``rank`` 0 never overlap (two that claim one object are refused by name); a higher
     rank is asked only when no lower one claims (the generic span shape, then an
     envelope). ``finish`` rewrites the file's entries once read, given the positions of
@@ -86,6 +88,7 @@ class TraceFormat:
     shape: str
     learned_from: str
     claims: Callable[[dict[str, Any]], bool]
+    keys: tuple[str, ...]
     read: Callable[[dict[str, Any], SpanSink, str], None]
     at: tuple[Where, ...] = (Where.DOCUMENT,)
     rank: int = 0

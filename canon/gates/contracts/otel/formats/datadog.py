@@ -17,6 +17,8 @@ _PRODUCTS = {"crewai": "crewai", "pydantic": "pydantic_ai"}
 _HEX = frozenset("0123456789abcdef")
 _NO_HIGH_BITS = "0" * 16  # a 64-bit trace id written as 32 hex digits
 
+_new_span = tuple.__new__  # skips the NamedTuple constructor's Python-level wrapper
+
 
 def _claims(item: dict[str, Any]) -> bool:
     """Whether a JSON object is a span in Datadog's APM trace format."""
@@ -53,18 +55,21 @@ def _read(item: dict[str, Any], sink: SpanSink, where: str) -> None:
             scope = _PRODUCTS.get(resource_name.partition(" ")[0].lower(), "")
     sink.add_resource({"service.name": service} if isinstance(service, str) else {})
     sink.add(
-        RawSpan(
-            0,
-            name,
-            _trace_id(item.get("trace_id")),
-            normalize_id(_number(item.get("span_id"))),
-            normalize_id(_number(item.get("parent_id"))),
-            start,
-            end,
-            status,
-            attributes,
-            (),
-            scope,
+        _new_span(
+            RawSpan,
+            (
+                sink.count,
+                name,
+                _trace_id(item.get("trace_id")),
+                normalize_id(_number(item.get("span_id"))),
+                normalize_id(_number(item.get("parent_id"))),
+                start,
+                end,
+                status,
+                attributes,
+                (),
+                scope,
+            ),
         )
     )
 
@@ -128,6 +133,7 @@ FORMAT = TraceFormat(
     learned_from="DataDog/dd-trace-py snapshots (PydanticAI, CrewAI), DataDog/dd-trace-js "
     "(Genkit), DataDog/dd-apm-test-agent snapshots",
     claims=_claims,
+    keys=("span_id",),
     read=_read,
     at=(Where.DOCUMENT, Where.ITEM),
     finish=_widen_trace_ids,

@@ -28,6 +28,7 @@ FORMAT = TraceFormat(
     '`{"evaluationInput": {...}}` around any format here, when no other claims the object',
     learned_from="Jaeger api/v3",
     claims=_claims,
+    keys=_ENVELOPES,
     read=_read,
     rank=2,
 )

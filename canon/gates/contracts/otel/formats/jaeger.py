@@ -74,7 +74,7 @@ def _read_span(span: dict[str, Any], sink: SpanSink, where: str) -> None:
     sink.add_resource(_process_attributes(process) if isinstance(process, dict) else {})
     sink.add(
         RawSpan(
-            0,
+            sink.count,
             text(span.get("operationName")),
             normalize_id(span.get("traceID"), 32),
             normalize_id(span.get("spanID")),
@@ -130,6 +130,7 @@ QUERY = TraceFormat(
     "`operationName`, `references`, tags, logs) and `processes`",
     learned_from=_JAEGER,
     claims=_claims_query,
+    keys=("data",),
     read=_read_query,
 )
 TRACE = TraceFormat(
@@ -139,6 +140,7 @@ TRACE = TraceFormat(
     shape="one trace object: `spans` with `processes`, or spans with `spanID`",
     learned_from=_JAEGER,
     claims=is_trace,
+    keys=("spans",),
     read=_read_one_trace,
 )
 SPAN = TraceFormat(
@@ -149,6 +151,7 @@ SPAN = TraceFormat(
     "`process`",
     learned_from=_JAEGER,
     claims=_claims_span,
+    keys=("spanID", "operationName"),
     read=_read_span,
     at=(Where.ITEM,),
 )

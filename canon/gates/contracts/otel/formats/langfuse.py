@@ -36,6 +36,7 @@ def _read(raw: dict[str, Any], sink: SpanSink, where: str) -> None:
     trace_meta = json_mapping(trace.get("metadata"))
     resource.update(json_mapping(trace_meta.get("resourceAttributes")))
     spans: list[RawSpan] = []
+    first = sink.count
     for item in observations if isinstance(observations, list) else ():
         if not isinstance(item, dict):
             continue
@@ -56,7 +57,7 @@ def _read(raw: dict[str, Any], sink: SpanSink, where: str) -> None:
         start = to_nanos(item.get("startTime"))
         spans.append(
             RawSpan(
-                0,
+                first + len(spans),
                 text(item.get("name")),
                 normalize_id(item.get("traceId") or trace.get("id"), 32),
                 normalize_id(item.get("id")),
@@ -98,5 +99,6 @@ FORMAT = TraceFormat(
     learned_from="langfuse/langfuse only (Microsoft Agent Framework, Koog, BeeAI): no other "
     "public project's export was found",
     claims=_claims,
+    keys=("observations", "trace"),
     read=_read,
 )

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from canon.gates.contracts.otel.formats.base import SpanSink, TraceFormat
-from canon.gates.contracts.otel.logs import is_log_record
+from canon.gates.contracts.otel.logs import LOG_MARKERS, is_log_record
 
 
 def _read(raw: dict[str, Any], sink: SpanSink, where: str) -> None:
@@ -22,5 +22,6 @@ FORMAT = TraceFormat(
     "its span as an event",
     learned_from="bedrock-agentcore-starter-toolkit (CloudWatch rows), AgentOps",
     claims=is_log_record,
+    keys=LOG_MARKERS,
     read=_read,
 )

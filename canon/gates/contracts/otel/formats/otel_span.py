@@ -103,6 +103,7 @@ FORMAT = TraceFormat(
     "Okahu's `span_name`; read when no format above claims the object",
     learned_from="any-agent, strands-evals, Monocle, AgentOps",
     claims=looks_like_span,
+    keys=_SPAN_MARKERS,
     read=_read,
     at=(Where.DOCUMENT, Where.ITEM),
     rank=1,

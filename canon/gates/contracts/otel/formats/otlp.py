@@ -83,5 +83,6 @@ FORMAT = TraceFormat(
     "Tempo's `batches`",
     learned_from="opentelemetry-proto, Strands, agentevals",
     claims=_claims,
+    keys=OTLP_KEYS,
     read=_read,
 )

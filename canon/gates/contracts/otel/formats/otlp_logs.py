@@ -27,5 +27,6 @@ FORMAT = TraceFormat(
     learned_from="opentelemetry-proto and opentelemetry-specification examples, swift-otel "
     "(a Collector's log output)",
     claims=_claims,
+    keys=("resourceLogs", "resource_logs"),
     read=_read,
 )

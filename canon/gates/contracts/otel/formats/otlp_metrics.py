@@ -24,5 +24,6 @@ FORMAT = TraceFormat(
     "metrics, not a trace)",
     learned_from="opentelemetry-proto and opentelemetry-specification examples",
     claims=_claims,
+    keys=("resourceMetrics", "resource_metrics"),
     read=_read,
 )

@@ -33,5 +33,6 @@ FORMAT = TraceFormat(
     "session exports, Okahu) of spans in OTel span shape (below); JSON-encoded span strings",
     learned_from="any-agent, strands-evals, Monocle, AgentOps",
     claims=_claims,
+    keys=("spans",),
     read=_read,
 )

@@ -10,6 +10,8 @@ from canon.gates.contracts.otel.formats.base import SpanSink, TraceFormat, Where
 from canon.gates.contracts.otel.rawspan import RawEvent, RawSpan
 from canon.gates.contracts.otel.values import decode_status, normalize_id, to_nanos
 
+_new_span = tuple.__new__  # skips the NamedTuple constructor's Python-level wrapper
+
 
 def _claims(item: dict[str, Any]) -> bool:
     """Whether a JSON object is a Zipkin v2 span."""
@@ -43,18 +45,21 @@ def _read(item: dict[str, Any], sink: SpanSink, where: str) -> None:
     scope = attributes.get("otel.scope.name") or attributes.get("otel.library.name")
     sink.add_resource({"service.name": service} if isinstance(service, str) else {})
     sink.add(
-        RawSpan(
-            0,
-            text(item.get("name")),
-            normalize_id(item.get("traceId"), 32),
-            normalize_id(item.get("id")),
-            normalize_id(item.get("parentId")),
-            start,
-            end,
-            status,
-            attributes,
-            events,
-            text(scope),
+        _new_span(
+            RawSpan,
+            (
+                sink.count,
+                text(item.get("name")),
+                normalize_id(item.get("traceId"), 32),
+                normalize_id(item.get("id")),
+                normalize_id(item.get("parentId")),
+                start,
+                end,
+                status,
+                attributes,
+                events,
+                text(scope),
+            ),
         )
     )
 
@@ -67,6 +72,7 @@ FORMAT = TraceFormat(
     "span), `localEndpoint.serviceName`, annotations as events; a span may lack `name`",
     learned_from="openzipkin/zipkin, opentelemetry-collector-contrib",
     claims=_claims,
+    keys=("id",),
     read=_read,
     at=(Where.DOCUMENT, Where.ITEM),
 )
