@@ -234,3 +234,11 @@ def test_no_format_claims_an_object_without_one_of_its_keys() -> None:
                         assert not set(found.keys).isdisjoint(item), (path.name, found.name)
                         checked += 1
     assert checked > 1000
+
+
+def test_a_wide_object_is_recognized_without_being_remembered() -> None:
+    wide = {**_OTLP, **{f"extra_{number}": number for number in range(100)}}
+    (execution,) = normalize_traces(wide, source="wide.json")
+    assert execution.steps[0].name == "agent"
+    with pytest.raises(TraceError, match="reads as both OTLP JSON"):
+        normalize_traces({**wide, "resourceLogs": []}, source="wide.json")

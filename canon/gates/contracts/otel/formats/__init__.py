@@ -89,6 +89,7 @@ class Registry:
 
 _Ranks = tuple[tuple[TraceFormat, ...], ...]
 _MAX_LAYOUTS = 4096  # layouts of keys remembered per position (a file has a handful)
+_MAX_KEYS = 64  # keys of the widest layout remembered
 
 
 class _Position:
@@ -120,9 +121,11 @@ class _Position:
         layout = tuple(raw)
         ranks = self._layouts.get(layout)
         if ranks is None:
-            if len(self._layouts) >= _MAX_LAYOUTS:
-                self._layouts.clear()
-            ranks = self._layouts[layout] = self._ranks(layout)
+            ranks = self._ranks(layout)
+            if len(layout) <= _MAX_KEYS:  # a wide object (a metadata map) is not remembered
+                if len(self._layouts) >= _MAX_LAYOUTS:
+                    self._layouts.clear()
+                self._layouts[layout] = ranks
         for rank in ranks:
             found = None
             for candidate in rank:
