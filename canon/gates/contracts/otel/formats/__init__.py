@@ -3,9 +3,9 @@
 The collector (``spans.py``) asks this table what each JSON object is: the formats that
 read objects in that position (a whole document, or an element of an array) and whose
 ``keys`` the object holds are asked, lowest ``rank`` first; two formats of one rank
-claiming one object is a ``TraceError`` naming both, never a guess. The error for a file that is no trace, and the table in
-docs/contracts.md, are written from it. Adding a format is a module (see
-``base.TraceFormat`` and docs/development.md) and a line in ``FORMATS``.
+claiming one object is a ``TraceError`` naming both, never a guess. The error for a file
+that is no trace, and the table in docs/contracts.md, are written from it. Adding a format
+is a module (see ``base.TraceFormat`` and docs/development.md) and a line in ``FORMATS``.
 """
 
 from __future__ import annotations
