@@ -242,3 +242,11 @@ def test_a_wide_object_is_recognized_without_being_remembered() -> None:
     assert execution.steps[0].name == "agent"
     with pytest.raises(TraceError, match="reads as both OTLP JSON"):
         normalize_traces({**wide, "resourceLogs": []}, source="wide.json")
+
+
+@pytest.mark.parametrize("key", ["raw_otel_json", "sessionSpans"])
+def test_a_session_key_holding_broken_json_text_is_named(key: str) -> None:
+    with pytest.raises(TraceError) as caught:
+        normalize_traces([{"timestamp": "t", key: '{"resourceSpans": ['}], source="rows.json")
+    assert str(caught.value).startswith("rows.json: not a trace: expected ")
+    assert f"got text under '{key}' at top level[0] that is not a JSON object" in str(caught.value)
