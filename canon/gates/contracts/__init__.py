@@ -25,12 +25,8 @@ from canon.gates.contracts.dump import dump_contract
 from canon.gates.contracts.errors import ContractError
 from canon.gates.contracts.execution import DataSource, Execution, Step, StepColumns
 from canon.gates.contracts.generate import generate_contract
-from canon.gates.contracts.loader import (
-    CONSTRAINT_TYPES,
-    load_contract,
-    merge_source_maps,
-    parse_source_map,
-)
+from canon.gates.contracts.kinds import CONSTRAINT_TYPES
+from canon.gates.contracts.loader import load_contract, merge_source_maps, parse_source_map
 from canon.gates.contracts.model import Contract, Verdict, Violation
 from canon.gates.contracts.outcome import contract_outcome
 from canon.gates.contracts.templates import TEMPLATE_NAMES, list_templates, load_template

@@ -7,29 +7,18 @@ offending key, because a typo that silently disables a check is worse than a cra
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import yaml
 
 from canon.gates.contracts.conditions import parse_condition
-from canon.gates.contracts.constraints import (
-    DEFAULT_ESCALATION_MARKERS,
-    Constraint,
-    MustContainCitations,
-    MustEscalateWhen,
-    MustIncludeSteps,
-    MustNotIncludeSteps,
-    MustNotUseOnlyParametricKnowledge,
-    MustPrecede,
-    MustRetrieveFrom,
-    When,
-    check_severity,
-)
+from canon.gates.contracts.constraints import Constraint, When, check_severity
 from canon.gates.contracts.errors import ContractError
 from canon.gates.contracts.execution import DataSource
+from canon.gates.contracts.kinds import KIND_BY_TYPE, KINDS, by_type
+from canon.gates.contracts.kinds.base import ConstraintKind
 from canon.gates.contracts.model import Contract
-from canon.gates.contracts.otel.classify import step_name_for
 from canon.gates.yaml_mapping import unique_key_mapping
 
 _BaseLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -47,17 +36,6 @@ _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, unique_k
 _COMMON_KEYS = ("type", "severity", "when")
 _TOP_KEYS = ("name", "version", "description", "source_map", "constraints")
 
-# type -> (required keys, optional keys)
-_PARAMETERS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "must_retrieve_from": (("sources",), ()),
-    "must_not_use_only_parametric_knowledge": ((), ()),
-    "must_include_steps": (("steps",), ()),
-    "must_not_include_steps": (("steps",), ()),
-    "must_precede": (("before", "after"), ()),
-    "must_contain_citations": ((), ("min_count",)),
-    "must_escalate_when": (("condition", "description"), ("escalation_markers",)),
-}
-CONSTRAINT_TYPES: tuple[str, ...] = tuple(_PARAMETERS)
 PYTHON_SUFFIXES = (".py", ".pyw")
 PYTHON_CONTRACT_MESSAGE = (
     "Python contract files are not read; write the contract as YAML (see docs/contracts.md)"
@@ -71,67 +49,32 @@ _PYTHON_LINE = re.compile(
 )
 
 
-def _named(raw: Any) -> Any:
-    """Step names as contracts for the reference write them (raw span names) -> step names."""
-    if isinstance(raw, str):
-        return step_name_for(raw)
-    if isinstance(raw, list) and all(isinstance(item, str) for item in raw):
-        return [step_name_for(item) for item in raw]
-    return raw  # the constructor reports what is wrong with it
-
-
-def _build(kind: str, params: Mapping[str, Any], severity: Any) -> Constraint:
-    markers = params.get("escalation_markers")
-    builders: dict[str, Callable[[], Constraint]] = {
-        "must_retrieve_from": lambda: MustRetrieveFrom(params["sources"], severity),
-        "must_not_use_only_parametric_knowledge": lambda: MustNotUseOnlyParametricKnowledge(
-            severity
-        ),
-        "must_include_steps": lambda: MustIncludeSteps(_named(params["steps"]), severity),
-        "must_not_include_steps": lambda: MustNotIncludeSteps(_named(params["steps"]), severity),
-        "must_precede": lambda: MustPrecede(
-            _named(params["before"]), _named(params["after"]), severity
-        ),
-        "must_contain_citations": lambda: MustContainCitations(
-            params.get("min_count", 1), severity
-        ),
-        "must_escalate_when": lambda: MustEscalateWhen(
-            params["condition"],
-            params["description"],
-            # null means the default markers, as in the reference and the Python API
-            DEFAULT_ESCALATION_MARKERS if markers is None else _named(markers),
-            severity,
-        ),
-    }
-    return builders[kind]()
-
-
-def _constraint(raw: object, where: str) -> Constraint:
+def _constraint(raw: object, where: str, kinds: Mapping[str, ConstraintKind]) -> Constraint:
     if not isinstance(raw, Mapping):
         raise ContractError(f"{where}: expected a mapping with a 'type' key, got {raw!r}")
-    kind = raw.get("type")
-    if not isinstance(kind, str) or kind not in _PARAMETERS:  # a list would not even hash
+    type_name = raw.get("type")
+    if not isinstance(type_name, str) or type_name not in kinds:  # a list would not hash
         raise ContractError(
-            f"{where}: unknown constraint type {kind!r}; expected one of "
-            f"{', '.join(CONSTRAINT_TYPES)}"
+            f"{where}: unknown constraint type {type_name!r}; expected one of {', '.join(kinds)}"
         )
-    where = f"{where} ({kind})"
-    required, optional = _PARAMETERS[kind]
-    allowed = (*_COMMON_KEYS, *required, *optional)
+    kind = kinds[type_name]
+    where = f"{where} ({type_name})"
+    allowed = (*_COMMON_KEYS, *kind.required, *kind.optional)
     for key in raw:
         if key not in allowed:
             raise ContractError(
                 f"{where}: unknown key {key!r}; allowed keys: {', '.join(sorted(allowed))}"
             )
-    for key in required:
+    for key in kind.required:
         if key not in raw:
             raise ContractError(f"{where}: missing required key {key!r}")
     severity = check_severity(raw.get("severity", "error"), f"{where}.severity")
     params = dict(raw)
-    if kind == "must_escalate_when":
-        params["condition"] = parse_condition(raw["condition"], f"{where}.condition")
+    for key in kind.conditions:
+        if key in params:
+            params[key] = parse_condition(raw[key], f"{where}.{key}")
     try:
-        constraint = _build(kind, params, severity)
+        constraint = kind.build(params, severity)
     except ContractError as exc:
         raise ContractError(f"{where}: {exc}") from None
     # `when: {}` (or null) is unconditional, as the reference reads it
@@ -198,18 +141,26 @@ def parse_yaml(text: str, origin: str) -> Any:
         raise ContractError(f"{origin}: not valid YAML: {exc}".replace("\n", " ")) from None
 
 
-def load_contract(source: str | Mapping[str, Any], *, origin: str = "<contract>") -> Contract:
-    """Build a ``Contract`` from YAML text or an already parsed mapping, strictly."""
+def load_contract(
+    source: str | Mapping[str, Any],
+    *,
+    origin: str = "<contract>",
+    kinds: tuple[ConstraintKind, ...] = KINDS,
+) -> Contract:
+    """Build a ``Contract`` from YAML text or an already parsed mapping, strictly.
+
+    ``kinds`` is the table of constraint kinds it reads (``kinds.KINDS``, the registry).
+    """
     raw = parse_yaml(source, origin) if isinstance(source, str) else source
     if not isinstance(raw, Mapping):
         raise ContractError(f"{origin}: a contract is a mapping with a constraints list")
     try:
-        return _contract(raw)
+        return _contract(raw, KIND_BY_TYPE if kinds is KINDS else by_type(kinds))
     except ContractError as exc:
         raise ContractError(f"{origin}: {exc}") from None
 
 
-def _contract(raw: Mapping[str, Any]) -> Contract:
+def _contract(raw: Mapping[str, Any], kinds: Mapping[str, ConstraintKind]) -> Contract:
     for key in raw:
         if key not in _TOP_KEYS:
             raise ContractError(f"unknown top-level key {key!r}; allowed: {', '.join(_TOP_KEYS)}")
@@ -231,7 +182,8 @@ def _contract(raw: Mapping[str, Any]) -> Contract:
         name=name,
         version=str(version),
         constraints=tuple(
-            _constraint(item, f"constraints[{index}]") for index, item in enumerate(constraints)
+            _constraint(item, f"constraints[{index}]", kinds)
+            for index, item in enumerate(constraints)
         ),
         source_map=parse_source_map(raw.get("source_map")),
         description=description,

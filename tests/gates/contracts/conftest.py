@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -12,6 +14,7 @@ import traceback
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 import pytest
@@ -19,6 +22,30 @@ import pytest
 from canon.gates.contracts import DataSource, Execution, Step
 
 CORPUS = Path(__file__).resolve().parents[2] / "corpus" / "traces"
+DOCS = Path(__file__).resolve().parents[3] / "docs"
+
+
+@pytest.fixture
+def doc_example(tmp_path: Path) -> Callable[[str], ModuleType]:
+    """Import the first Python block under ``## {section}`` of docs/development.md."""
+    return lambda section: _doc_example(section, tmp_path)
+
+
+def _doc_example(section: str, tmp_path: Path) -> ModuleType:
+    text = (DOCS / "development.md").read_text(encoding="utf-8")
+    body = text.split(f"## {section}\n", 1)[1].split("\n## ", 1)[0]
+    source = re.findall(r"```python\n(.*?)```", body, flags=re.DOTALL)[0]
+    path = tmp_path / "doc_example.py"
+    path.write_text(source, encoding="utf-8")
+    spec = importlib.util.spec_from_file_location(f"doc_example_{id(path)}", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # a dataclass looks its module up while it is built
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        del sys.modules[spec.name]
+    return module
 
 
 def _step(spec: str | Step | tuple[str, str]) -> Step:

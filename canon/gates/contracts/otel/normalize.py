@@ -28,6 +28,7 @@ from canon.gates.contracts.execution import NO_PAYLOAD, Execution, Step, StepCol
 from canon.gates.contracts.otel.attributes import KVAttributes
 from canon.gates.contracts.otel.beeai import agent_recorded_calls
 from canon.gates.contracts.otel.errors import TraceError
+from canon.gates.contracts.otel.formats import REGISTRY, Registry
 from canon.gates.contracts.otel.jsontext import loads, otlp_documents
 from canon.gates.contracts.otel.payloads import LazyToolPayload
 from canon.gates.contracts.otel.rawspan import OtlpRun, RawSpan
@@ -118,9 +119,13 @@ def normalize_trace(
     *,
     metadata: Mapping[str, object] | None = None,
     source: str = "<trace>",
+    registry: Registry = REGISTRY,
 ) -> Execution:
-    """Normalize a parsed trace export into an ``Execution``; ``TraceError`` if it is none."""
-    batch = collect_spans(raw, source=source)
+    """Normalize a parsed trace export into an ``Execution``; ``TraceError`` if it is none.
+
+    ``registry`` is the table of trace formats read (``formats.REGISTRY``).
+    """
+    batch = collect_spans(raw, source=source, registry=registry)
     _refuse_several_traces(batch, source)
     return _normalize_batch(batch, metadata)
 
@@ -196,9 +201,11 @@ def normalize_traces(
     *,
     metadata: Mapping[str, object] | None = None,
     source: str = "<trace>",
+    registry: Registry = REGISTRY,
 ) -> list[Execution]:
-    """Normalize a parsed export into one ``Execution`` per run it holds (see ``runs.py``)."""
-    return _batch_runs(collect_spans(raw, source=source), metadata)
+    """Normalize a parsed export into one ``Execution`` per run it holds (see ``runs.py``),
+    reading the formats of ``registry``."""
+    return _batch_runs(collect_spans(raw, source=source, registry=registry), metadata)
 
 
 def _batch_runs(batch: SpanBatch, metadata: Mapping[str, object] | None) -> list[Execution]:

@@ -1,4 +1,4 @@
-"""Field lookups of the span shapes other than OTLP JSON: OTel SDKs, Jaeger, JSON text.
+"""Field lookups shared by readers: an OTel SDK span's ids and times, a span written as JSON text.
 
 Each takes one parsed span (or process) object and returns raw field values; decoding them
 (ids, times, attributes) is ``values.py``'s job.
@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 from typing import Any
-
-from canon.gates.contracts.otel.values import decode_jaeger_tags
 
 
 def sdk_fields(span: dict[str, Any]) -> tuple[object, object, object, object, object]:
@@ -44,25 +42,3 @@ def json_object(text: str) -> object:
         return json.loads(stripped)
     except (ValueError, RecursionError):
         return text
-
-
-def jaeger_parent(span: dict[str, Any]) -> object:
-    """The parent span id of a Jaeger span: its CHILD_OF reference, else the first one."""
-    references = span.get("references")
-    if isinstance(references, list):
-        refs = [r for r in references if isinstance(r, dict)]
-        for ref in refs:
-            if ref.get("refType") == "CHILD_OF":
-                return ref.get("spanID")
-        if refs:
-            return refs[0].get("spanID")
-    return span.get("parentSpanID")
-
-
-def process_attributes(process: dict[str, Any]) -> dict[str, Any]:
-    """A Jaeger process as resource attributes (its tags plus ``service.name``)."""
-    attributes = decode_jaeger_tags(process.get("tags"))
-    service = process.get("serviceName")
-    if isinstance(service, str):
-        attributes["service.name"] = service
-    return attributes

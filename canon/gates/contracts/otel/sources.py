@@ -13,6 +13,7 @@ from operator import itemgetter
 from typing import Any
 
 from canon.gates.contracts.otel.attributes import KVAttributes
+from canon.gates.contracts.otel.formats.otlp import otlp_raw_span
 from canon.gates.contracts.otel.frameworks import (
     DETECT_KEYS,
     NAME_MARKS,
@@ -22,7 +23,6 @@ from canon.gates.contracts.otel.frameworks import (
     weak_mark,
 )
 from canon.gates.contracts.otel.rawspan import OtlpRun, RawSpan
-from canon.gates.contracts.otel.spans import otlp_raw_span
 from canon.gates.contracts.otel.values import decode_kv_list, normalize_id
 
 _KEY = itemgetter("key")
