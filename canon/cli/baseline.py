@@ -35,7 +35,7 @@ from canon.core.baseline import (
     baseline_to_data,
     require_same_rubric,
 )
-from canon.errors import BaselineError, ConfigError, JudgeUnavailableError
+from canon.errors import BaselineError, ConfigError, ExitCode, JudgeUnavailableError
 from canon.project.config import Config
 from canon.project.store import BASELINE_LIMIT, dump_json, read_json, write_json_atomic
 from canon.report.check import check_document, exit_code_for, render_check
@@ -266,7 +266,7 @@ def check(
         artifacts=artifacts,
     )
     # --require-alignment refuses a verdict from an unvalidated judge: exit 2, said once.
-    code = exit_code_for(comparison) if refusal is None else 2
+    code = exit_code_for(comparison) if refusal is None else ExitCode.USAGE_ERROR
     send_telemetry(
         request,
         results,

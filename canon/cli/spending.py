@@ -21,6 +21,7 @@ from canon.check.spend import (
 from canon.core.artifact import Artifact
 from canon.core.baseline import Baseline
 from canon.core.usage import total
+from canon.errors import ExitCode
 from canon.judge.cache import CachingJudge
 from canon.judge.sync import run_sync
 from canon.project.config import Config
@@ -88,7 +89,7 @@ def show_estimate(
         click.echo(estimate.line())
         if config.max_cost is not None:
             click.echo(f"max_cost in {config.source}: ${config.max_cost:.4f}")
-    sys.exit(0)
+    sys.exit(ExitCode.OK)
 
 
 def prepare_spending(

@@ -9,6 +9,7 @@ from typing import Any
 from canon.core.baseline import Baseline
 from canon.core.compare import REACCEPT, Comparison, Drift, Flip, Rate
 from canon.core.scoring import REFUSED_PREFIX, ArtifactResult, Cell, reason_excerpt, shortfalls
+from canon.errors import ExitCode
 from canon.report.text import printable
 
 _FLIP_VERDICTS = {
@@ -24,12 +25,18 @@ _FLIP_VERDICTS = {
 ALIGNMENT_HEADING = "the judge on the questions that failed (agreement with human labels)"
 
 
-INCONCLUSIVE_EXIT_CODE = 6
+_EXIT_CODES = {
+    "conforms": ExitCode.OK,
+    "regressed": ExitCode.FAILED,
+    "unavailable": ExitCode.JUDGE_UNAVAILABLE,
+    "inconclusive": ExitCode.INCONCLUSIVE,
+}
 
 
-def exit_code_for(comparison: Comparison) -> int:
-    """0 conforms, 1 regressed, 3 the judge left something undecided, 6 inconclusive."""
-    return {"conforms": 0, "regressed": 1, "unavailable": 3, "inconclusive": 6}[comparison.status]
+def exit_code_for(comparison: Comparison) -> ExitCode:
+    """OK conforms, FAILED regressed, JUDGE_UNAVAILABLE the judge left something undecided,
+    INCONCLUSIVE the judge is too noisy to tell."""
+    return _EXIT_CODES[comparison.status]
 
 
 def remedy(comparison: Comparison, baseline: Baseline) -> str:
