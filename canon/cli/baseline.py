@@ -35,6 +35,7 @@ from canon.core.baseline import (
     baseline_to_data,
     require_same_rubric,
 )
+from canon.core.outcome import Note, NoteKind
 from canon.errors import BaselineError, ConfigError, ExitCode, JudgeUnavailableError
 from canon.project.config import Config
 from canon.project.store import BASELINE_LIMIT, dump_json, read_json, write_json_atomic
@@ -222,9 +223,10 @@ def check(
     confirmation = score_with_progress(config, plan, artifacts, quiet, baseline)
     comparison = compare_run(plan, confirmation, baseline, config.tolerance, config.rule, strict)
     if left_out:
-        note = (
+        note = Note(
+            NoteKind.PARTIAL_CHECK,
             f"{left_out} baseline artifact(s) left out by --select/--limit were not compared "
-            "(a partial check, not a missing artifact)"
+            "(a partial check, not a missing artifact)",
         )
         comparison = dataclasses.replace(comparison, notes=(*comparison.notes, note))
     results = confirmation.results

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from canon.core.outcome import Note, Reason
 from canon.core.significance import DropTest
 from canon.core.stats import wilson_ci
 
@@ -62,7 +63,7 @@ class NonCanon:
     """A current artifact that is non-canon on evidence."""
 
     key: str
-    reasons: tuple[str, ...]
+    reasons: tuple[Reason, ...]
     known: bool = False  # non-canon in the baseline too: a known failure
     # Canon in the baseline, non-canon now, on the very same text: the judge disagrees with
     # its own baseline verdict, which is not a regression of the artifact.
@@ -171,7 +172,7 @@ class Comparison:
     non_canon: tuple[NonCanon, ...]  # non-canon on evidence; ``known`` ones may not fail
     flips: tuple[Flip, ...]
     drift: Drift
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
     unscored: int  # questions the judge left unanswered in this run
     canon_rate: tuple[Rate, Rate] = (Rate(0, 0), Rate(0, 0))  # baseline, now
     question_rates: Mapping[str, tuple[Rate, Rate]] = dataclasses.field(default_factory=dict)

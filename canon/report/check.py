@@ -8,7 +8,8 @@ from typing import Any
 
 from canon.core.baseline import Baseline
 from canon.core.compare import REACCEPT, Comparison, Drift, Flip, Rate
-from canon.core.scoring import REFUSED_PREFIX, ArtifactResult, Cell, reason_excerpt, shortfalls
+from canon.core.outcome import ReasonKind
+from canon.core.scoring import ArtifactResult, Cell, reason_excerpt, shortfalls
 from canon.errors import ExitCode
 from canon.report.text import printable
 
@@ -62,7 +63,7 @@ def remedy(comparison: Comparison, baseline: Baseline) -> str:
             'regression was found; run "canon check" again when the judge is reachable'
         )
     stale = comparison.new or comparison.missing or baseline.legacy
-    if stale or any(REACCEPT in note for note in comparison.notes):
+    if stale or any(note.kind.advises_reaccept for note in comparison.notes):
         return f"CONFORMS to the baseline; to fold the notes above into it, {REACCEPT}"
     return "CONFORMS to the baseline"
 
@@ -72,7 +73,7 @@ def _only_refusals(comparison: Comparison) -> bool:
     failures = comparison.failures
     return (
         bool(failures)
-        and all(any(r.startswith(REFUSED_PREFIX) for r in n.reasons) for n in failures)
+        and all(any(r.kind is ReasonKind.REFUSED for r in n.reasons) for n in failures)
         and not comparison.regressions
         and not comparison.drift.regressed
     )
@@ -287,6 +288,7 @@ def check_document(
             {
                 "key": n.key,
                 "reasons": list(n.reasons),
+                "reason_codes": [r.code for r in n.reasons],
                 "known": n.known,
                 "unchanged_text": n.unchanged,
                 "shortfalls": _shortfall_data(by_key.get(n.key)),
@@ -323,6 +325,7 @@ def check_document(
             "assumed_flip_rate": c.noise.assumed_flip_rate,
         },
         "notes": list(c.notes),
+        "note_codes": [n.code for n in c.notes],
         "unscored_questions": c.unscored,
         "inconclusive": list(c.inconclusive),
         "remedy": remedy(c, baseline),

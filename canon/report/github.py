@@ -120,7 +120,7 @@ def github_annotations(
 
 
 def _non_canon_message(result: ArtifactResult) -> str:
-    lines = list(result.reasons)
+    lines: list[str] = list(result.reasons)
     for cell in shortfalls(result):
         if cell.state != "unscored":  # unscored ones are already counted in the reasons
             reason = reason_excerpt(cell)

@@ -43,7 +43,9 @@ def result_record(result: ArtifactResult) -> dict[str, Any]:
         "gated": result.gated,
         "stopped_by": result.stopped_by,
         "reasons": list(result.reasons),
+        "reason_codes": [r.code for r in result.reasons],  # canon.core.outcome.ReasonKind
         "notes": list(result.notes),
+        "note_codes": [n.code for n in result.notes],
         "gates": [
             {"gate": g.gate, "status": g.status, "reasons": list(g.reasons)} for g in result.gates
         ],

@@ -61,7 +61,7 @@ def junit_xml(
             case = _case(testsuite, classname, key)
             _child(case, "skipped", "recorded in the baseline but not in this run")
         _drift_case(testsuite, classname, comparison)
-        out = list(comparison.notes)
+        out: list[str] = list(comparison.notes)
         if comparison.alignment:
             out.append(f"{ALIGNMENT_HEADING}:")
             out.extend(f"  - {line}" for line in comparison.alignment)

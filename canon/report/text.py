@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from canon.check.spend import run_usage
+from canon.core.outcome import NoteKind
 from canon.core.scoring import (
     ArtifactResult,
     cell_label,
@@ -46,11 +47,8 @@ def render_results(results: Sequence[ArtifactResult]) -> str:
         # trace would otherwise print 100 identical notes.
         quiet = [g for g in result.gates if g.status == "skip"]
         skipped.update((g.gate, "; ".join(g.reasons) or "nothing to check") for g in quiet)
-        prefixes = tuple(f"{g.gate} gate skipped:" for g in quiet)
         lines.extend(
-            f"    note: {note}"
-            for note in result.notes
-            if not (prefixes and note.startswith(prefixes))
+            f"    note: {note}" for note in result.notes if note.kind is not NoteKind.GATE_SKIPPED
         )
         for cell in shortfalls(result):
             shown = shown_score(cell)
