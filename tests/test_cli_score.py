@@ -58,8 +58,10 @@ def test_score_json_output_is_machine_readable(project):
         "artifacts": 3,
         "canon": 3,
         "non_canon": 0,
+        "incomplete": 0,
         "unscored_questions": 0,
         "refused_questions": 0,
+        "judge_failures": [],
     }
     first = document["artifacts"][0]
     assert first["questions"]["P2"]["subject"].startswith("Hand any refund above 200 EUR")

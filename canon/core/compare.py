@@ -33,6 +33,7 @@ from canon.core.settle import (
     solidly_satisfied,
     violated,
 )
+from canon.core.verdict import first_failure
 from canon.errors import UsageError
 
 __all__ = [
@@ -180,11 +181,12 @@ def gate(
         drift=drift,
         notes=tuple(notes),
         unscored=sum(len(r.unscored) for r in results),
-        canon_rate=_canon_rates(results, baseline),
+        canon_rate=_canon_rates([r for r in results if r.key not in undecided], baseline),
         question_rates=_question_rates(results, baseline),
         noise=noise,
         strict=strict,
         undecided=undecided,
+        cause=first_failure(results),
         inconclusive=inconclusive,
     )
 
@@ -357,6 +359,7 @@ def _flip(
 
 
 def _canon_rates(results: Sequence[ArtifactResult], baseline: Baseline) -> tuple[Rate, Rate]:
+    """Canon shares, baseline -> now; ``results`` leaves out the artifacts not judged."""
     recorded = [r.canon for r in baseline.artifacts.values() if r.canon is not None]
     return (
         Rate(sum(recorded), len(recorded)),

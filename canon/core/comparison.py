@@ -178,7 +178,10 @@ class Comparison:
     question_rates: Mapping[str, tuple[Rate, Rate]] = dataclasses.field(default_factory=dict)
     noise: ReaskNoise | None = None
     strict: bool = False
-    undecided: tuple[str, ...] = ()  # artifacts whose verdict waits on unscored questions
+    # Artifacts whose verdict waits on unscored questions: INCOMPLETE (not judged).
+    undecided: tuple[str, ...] = ()
+    # The first question the judge failed to answer and why (``key P1: HTTP 500 ...``).
+    cause: str | None = None
     # Why the judge cannot separate a regression in this run (canon.core.judge_health);
     # a failing check with reasons here is inconclusive, never a confident regression.
     inconclusive: tuple[str, ...] = ()

@@ -11,6 +11,7 @@ from canon.core.compare import REACCEPT, Comparison, Drift, Flip, Rate
 from canon.core.outcome import ReasonKind
 from canon.core.scoring import ArtifactResult, Cell, reason_excerpt, shortfalls
 from canon.errors import ExitCode
+from canon.report.json_report import result_record
 from canon.report.text import printable
 
 _FLIP_VERDICTS = {
@@ -23,6 +24,7 @@ _FLIP_VERDICTS = {
     "unsettled": "not a regression (the baseline answer was a single ask)",
 }
 
+DRIFT_UNTESTED = "not tested (no matched artifact was scored in both runs)"
 ALIGNMENT_HEADING = "the judge on the questions that failed (agreement with human labels)"
 
 
@@ -79,6 +81,20 @@ def _only_refusals(comparison: Comparison) -> bool:
     )
 
 
+def incomplete_lines(comparison: Comparison) -> list[str]:
+    """The artifacts the judge left unjudged (out of the rates) and the first failure's cause."""
+    c = comparison
+    lines = []
+    if c.undecided:
+        lines.append(
+            f"  {len(c.undecided)} incomplete (not judged, left out of the rates): "
+            + ", ".join(c.undecided)
+        )
+    if c.cause is not None:
+        lines.append(f"  judge unavailable: {c.unscored} question(s) unscored; first: {c.cause}")
+    return lines
+
+
 def _reason_lines(result: ArtifactResult | None, indent: str = "    ") -> list[str]:
     if result is None:
         return []
@@ -119,6 +135,7 @@ def render_check(
         f"{len(c.missing)} recorded but missing",
         f"  canon artifacts: {before} -> {now} (95% Wilson intervals)",
     ]
+    lines.extend(incomplete_lines(c))
     failures = c.failures
     if failures:
         lines.append(
@@ -192,7 +209,7 @@ def _flip_verdict(flip: Flip, comparison: Comparison) -> str:
 def _drift_lines(drift: Drift, *, inconclusive: bool = False) -> list[str]:
     test = drift.test
     if drift.drop is None or drift.baseline_mean is None or drift.current_mean is None:
-        return ["mean drift (Layer 2): nothing to compare"]
+        return [f"mean drift (Layer 2): {DRIFT_UNTESTED}"]
     head = (
         f"mean drift (Layer 2, uncapped scores): {drift.baseline_mean:.3f} -> "
         f"{drift.current_mean:.3f} (drop {drift.drop:.3f}, tolerance {drift.tolerance:.3f})"
@@ -327,6 +344,9 @@ def check_document(
         "notes": list(c.notes),
         "note_codes": [n.code for n in c.notes],
         "unscored_questions": c.unscored,
+        "incomplete": list(c.undecided),
+        "cause": c.cause,
+        "results": [result_record(r) for r in results],
         "inconclusive": list(c.inconclusive),
         "remedy": remedy(c, baseline),
     }

@@ -19,6 +19,7 @@ from canon.core.scoring import (
     shortfalls,
     shown_score,
 )
+from canon.core.verdict import Verdict, judge_failures, verdict_of
 
 TITLE = "Canon"
 VERDICTS = {
@@ -109,11 +110,16 @@ def github_annotations(
         )
     unscored = sum(len(r.unscored) for r in results)
     if unscored:
+        incomplete = [r.key for r in results if verdict_of(r) is Verdict.INCOMPLETE]
+        failures = "; ".join(f"{error} (x{count})" for error, count in judge_failures(results))
         lines.append(
             annotation(
                 "warning",
                 f"{TITLE} judge unavailable",
-                f"{unscored} question(s) unscored; exit code 3 means the run may be retried",
+                f"{len(incomplete)} artifact(s) incomplete (not judged)"
+                + (f": {', '.join(incomplete)}" if incomplete else "")
+                + f"; {unscored} question(s) unscored; judge failed: {failures}; "
+                "exit code 3 means the run may be retried",
             )
         )
     return "".join(f"{line}\n" for line in lines)

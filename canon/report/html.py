@@ -8,8 +8,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from canon.check.runner import ScoringPlan
 from canon.check.spend import run_usage
 from canon.core.compare import Comparison, Drift, Flip
-from canon.core.scoring import ArtifactResult, Cell, cell_label, fails_on_evidence, falls_short
+from canon.core.scoring import ArtifactResult, Cell, cell_label, falls_short
 from canon.core.usage import format_cost
+from canon.core.verdict import judge_failures
+from canon.core.verdict import verdict_of as core_verdict
+from canon.report.check import DRIFT_UNTESTED, incomplete_lines
 from canon.report.junit import xml_safe
 
 _STYLE = """
@@ -86,10 +89,8 @@ def html_report(
 
 
 def verdict_of(result: ArtifactResult) -> str:
-    """canon, non-canon, or incomplete (the judge left questions unscored, no failure)."""
-    if fails_on_evidence(result):
-        return "non-canon"
-    return "incomplete" if result.unscored or not result.canon else "canon"
+    """canon, non-canon, or incomplete (canon.core.verdict), as the page's classes say it."""
+    return core_verdict(result).words
 
 
 def _summary(
@@ -118,6 +119,10 @@ def _summary(
         ("incomplete", str(counts["incomplete"])),
         ("unscored questions", str(sum(len(r.unscored) for r in results))),
         ("questions the judge refused", str(sum(len(r.refused) for r in results))),
+        *(
+            ("judge failed", f"{error} (on {count} question(s))")
+            for error, count in judge_failures(results)
+        ),
         ("rubric", f"{plan.rubric.id} {plan.rubric.version} ({plan.rubric.fingerprint})"),
         ("judge", plan.judge.name),
         ("constitution digest", plan.constitution.digest),
@@ -161,6 +166,9 @@ def _comparison(comparison: Comparison) -> str:
         f"<p>{c.checked} checked, {c.matched} matched, {len(c.new)} new, "
         f"{len(c.missing)} recorded but missing</p>",
     ]
+    incomplete = incomplete_lines(c)
+    if incomplete:
+        parts.append(_list("incomplete", (line.strip() for line in incomplete)))
     if c.flips:
         rows = [
             (
@@ -232,10 +240,18 @@ def _drift(drift: Drift) -> str:
         ("drop caught with 80% power", number(test.minimum_detectable)),
         ("underpowered", "yes" if drift.underpowered else "no"),
         ("smallest flaggable drop", number(drift.smallest_flaggable)),
-        ("verdict", "REGRESSION" if drift.regressed else "no regression"),
+        ("verdict", _drift_verdict(drift)),
     ]
     body = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
     return f'<h3>Mean drift (Layer 2)</h3><table id="drift">{body}</table>'
+
+
+def _drift_verdict(drift: Drift) -> str:
+    if drift.regressed:
+        return "REGRESSION"
+    if drift.drop is None or drift.test.method == "none":
+        return DRIFT_UNTESTED if drift.drop is None else f"not tested ({drift.test.detail})"
+    return "no regression"
 
 
 def _artifact(

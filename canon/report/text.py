@@ -15,6 +15,7 @@ from canon.core.scoring import (
     shortfalls,
     shown_score,
 )
+from canon.core.verdict import judge_failures, tally, verdict_of
 
 LABEL_WIDTH = 100
 
@@ -40,8 +41,7 @@ def render_results(results: Sequence[ArtifactResult]) -> str:
     skipped: Counter[tuple[str, str]] = Counter()
     for result in results:
         score = "  -  " if result.score is None else f"{result.score:.3f}"
-        verdict = "canon    " if result.canon else "NON-CANON"
-        lines.append(f"{verdict} {score}  {result.key}")
+        lines.append(f"{verdict_of(result).label:<9} {score}  {result.key}")
         lines.extend(f"    - {reason}" for reason in result.reasons)
         # A gate with nothing to check is counted, not repeated: 100 artifacts without a
         # trace would otherwise print 100 identical notes.
@@ -51,6 +51,8 @@ def render_results(results: Sequence[ArtifactResult]) -> str:
             f"    note: {note}" for note in result.notes if note.kind is not NoteKind.GATE_SKIPPED
         )
         for cell in shortfalls(result):
+            if cell.state == "unscored":
+                continue  # the reason names them; why the judge failed is said once below
             shown = shown_score(cell)
             shown_id = (
                 f"{cell.id} [{cell.question.principle}]" if cell.question.principle else cell.id
@@ -61,10 +63,10 @@ def render_results(results: Sequence[ArtifactResult]) -> str:
                 lines.append(f"        judge: {reason}")
     if skipped:
         lines.append(skip_summary(skipped, len(results)))
-    failed = sum(not r.canon for r in results)
+    lines.extend(failure_lines(results))
     unscored = sum(len(r.unscored) for r in results)
     refused = sum(len(r.refused) for r in results)
-    summary = f"{len(results) - failed} canon, {failed} non-canon"
+    summary = tally(results)
     if refused:
         summary += f", {refused} question(s) the judge refused"
     if unscored:
@@ -72,6 +74,14 @@ def render_results(results: Sequence[ArtifactResult]) -> str:
     lines.append(summary)
     lines.append(run_usage(results).line())
     return "\n".join(map(printable, lines)) + "\n"
+
+
+def failure_lines(results: Sequence[ArtifactResult], indent: str = "") -> list[str]:
+    """Why the judge failed: each distinct error once, with how many questions it hit."""
+    return [
+        f"{indent}judge failed on {count} question(s): {_short(error, 300)}"
+        for error, count in judge_failures(results)
+    ]
 
 
 def skip_summary(skipped: Counter[tuple[str, str]], total: int) -> str:

@@ -52,7 +52,8 @@ def test_the_text_report_gives_every_shortfall_its_reason_on_one_line(mixed):
         "    P2 [escalate-large-refunds] 0.00: Hand any refund above 200 EUR to a human agent "
         "instead of deciding it." in weak
     )
-    assert "judge: rate limited after 3 retries" in text  # the unscored cell's reason
+    # the unscored cell's failure, said once for the run
+    assert "\njudge failed on 1 question(s): rate limited after 3 retries" in text
     fine = text[text.index("fine") :].split("\n")[1]
     assert fine.startswith("NON-CANON")  # nothing listed under the canon artifact
 
