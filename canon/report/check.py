@@ -8,11 +8,11 @@ from typing import Any
 
 from canon.core.baseline import Baseline
 from canon.core.compare import REACCEPT, Comparison, Drift, Flip, Rate
-from canon.core.outcome import ReasonKind
-from canon.core.scoring import ArtifactResult, Cell, reason_excerpt, shortfalls
+from canon.core.outcome import ReasonKind, grouped
+from canon.core.scoring import ArtifactResult, Cell, cell_label, reason_excerpt, shortfalls
 from canon.errors import ExitCode
 from canon.report.json_report import result_record
-from canon.report.text import printable
+from canon.report.text import printable, shorten
 
 _FLIP_VERDICTS = {
     "pending": "REGRESSION (not re-asked)",
@@ -95,15 +95,35 @@ def incomplete_lines(comparison: Comparison) -> list[str]:
     return lines
 
 
+def failing_cells(result: ArtifactResult, count: int = 3) -> list[Cell]:
+    """The cells to show under a non-canon artifact: the ones its reasons name (a violated
+    principle, the NSCP gate) first, then the lowest-scoring; never the unscored ones,
+    whose failure is said once for the run."""
+    named = {r.data.get("question") for r in result.reasons}
+    first = [c for c in result.cells if c.id in named]
+    rest = [c for c in shortfalls(result) if c not in first and c.state != "unscored"]
+    return (first + rest)[:count]
+
+
 def _reason_lines(result: ArtifactResult | None, indent: str = "    ") -> list[str]:
     if result is None:
         return []
     lines = []
-    for cell in shortfalls(result)[:3]:
+    for cell in failing_cells(result):
         reason = reason_excerpt(cell)
         if reason is not None:
             lines.append(f"{indent}{cell.id}: {reason}")
     return lines
+
+
+def counted(lines: Sequence[str]) -> list[str]:
+    """Repeated lines said once, with ``(xN)`` when they occurred N > 1 times."""
+    return [line if n == 1 else f"{line} (x{n})" for line, n in grouped(list(lines))]
+
+
+def question_subjects(results: Sequence[ArtifactResult]) -> dict[str, str]:
+    """Each question id's text as reports show it beside the id (a principle's own text)."""
+    return {c.id: cell_label(c) for r in results for c in r.cells}
 
 
 def _flip_cell(results: Mapping[str, ArtifactResult], key: str, qid: str) -> Cell | None:
@@ -168,13 +188,18 @@ def render_check(
             if reason is not None and f.regression:
                 lines.append(f"    judge: {reason}")
             if f.confirmed_by and f.regression:
-                lines.append(f"    confirmed by {len(f.confirmed_by)} varied re-ask(s):")
-                lines.extend(f"      {v}" for v in f.confirmed_by)
+                lines.append(f"    confirmed by {len(f.confirmed_by)} varied re-ask(s)")
     lines.extend(_drift_lines(c.drift, inconclusive=bool(c.inconclusive)))
     dropped = _dropped_questions(c)
     if dropped:
         lines.append("questions satisfied by fewer artifacts than in the baseline:")
-        lines.extend(f"  {qid}: {then} -> {now}" for qid, then, now in dropped)
+        subjects = question_subjects(results)
+        lines.extend(
+            f"  {qid} ({shorten(subjects[qid], 80)}): {then} -> {now}"
+            if qid in subjects
+            else f"  {qid}: {then} -> {now}"
+            for qid, then, now in dropped
+        )
     if c.noise is not None and c.noise.reasks:
         lines.append(
             f"judge noise seen on re-asks: {c.noise.rate} disagreed with their question's "
@@ -182,10 +207,10 @@ def render_check(
         )
     if c.notes:
         lines.append("notes:")
-        lines.extend(f"  - {note}" for note in c.notes)
+        lines.extend(f"  - {note}" for note in counted(c.notes))
     if c.alignment:
         lines.append(f"{ALIGNMENT_HEADING}:")
-        lines.extend(f"  - {line}" for line in c.alignment)
+        lines.extend(f"  - {line}" for line in counted(c.alignment))
     if usage_line is not None:
         lines.append(usage_line)
     lines.append(remedy(c, baseline))
@@ -341,7 +366,7 @@ def check_document(
             "rate": _rate(c.noise.rate),
             "assumed_flip_rate": c.noise.assumed_flip_rate,
         },
-        "notes": list(c.notes),
+        "notes": list(c.notes),  # every note, repeats included (the text report counts them)
         "note_codes": [n.code for n in c.notes],
         "unscored_questions": c.unscored,
         "incomplete": list(c.undecided),

@@ -20,6 +20,7 @@ from canon.core.scoring import (
     shown_score,
 )
 from canon.core.verdict import Verdict, judge_failures, verdict_of
+from canon.report.check import counted
 
 TITLE = "Canon"
 VERDICTS = {
@@ -104,9 +105,12 @@ def github_annotations(
                     f"{drift.drop or 0.0:.3f}, tolerance {drift.tolerance:.3f}{p_value})",
                 )
             )
-        lines.extend(annotation("notice", f"{TITLE} note", note) for note in comparison.notes)
         lines.extend(
-            annotation("notice", f"{TITLE} judge alignment", line) for line in comparison.alignment
+            annotation("notice", f"{TITLE} note", note) for note in counted(comparison.notes)
+        )
+        lines.extend(
+            annotation("notice", f"{TITLE} judge alignment", line)
+            for line in counted(comparison.alignment)
         )
     unscored = sum(len(r.unscored) for r in results)
     if unscored:

@@ -74,5 +74,5 @@ def _cell_record(cell: Cell) -> dict[str, Any]:
     if cell.error is not None:
         record["error"] = cell.error
     if cell.rationale is not None:
-        record["rationale"] = cell.rationale  # the judge's own words, in full
+        record["reason"] = cell.rationale  # the judge's own words, in full
     return record

@@ -19,7 +19,7 @@ from canon.core.scoring import (
     shown_score,
 )
 from canon.core.verdict import judge_failures
-from canon.report.check import ALIGNMENT_HEADING
+from canon.report.check import ALIGNMENT_HEADING, counted
 
 # Everything XML 1.0 has no way to express, even as a character reference: C0 controls
 # other than tab, newline and carriage return, lone surrogates, and U+FFFE/U+FFFF.
@@ -62,10 +62,10 @@ def junit_xml(
             case = _case(testsuite, classname, key)
             _child(case, "skipped", "recorded in the baseline but not in this run")
         _drift_case(testsuite, classname, comparison)
-        out: list[str] = list(comparison.notes)
+        out = counted(comparison.notes)
         if comparison.alignment:
             out.append(f"{ALIGNMENT_HEADING}:")
-            out.extend(f"  - {line}" for line in comparison.alignment)
+            out.extend(f"  - {line}" for line in counted(comparison.alignment))
         if out:
             _text(testsuite, "system-out", "\n".join(out))
     cases = testsuite.findall("testcase")

@@ -57,7 +57,7 @@ def render_results(results: Sequence[ArtifactResult]) -> str:
             shown_id = (
                 f"{cell.id} [{cell.question.principle}]" if cell.question.principle else cell.id
             )
-            lines.append(f"    {shown_id} {shown}: {_short(cell_label(cell))}")
+            lines.append(f"    {shown_id} {shown}: {shorten(cell_label(cell))}")
             reason = reason_excerpt(cell)
             if reason is not None:
                 lines.append(f"        judge: {reason}")
@@ -79,7 +79,7 @@ def render_results(results: Sequence[ArtifactResult]) -> str:
 def failure_lines(results: Sequence[ArtifactResult], indent: str = "") -> list[str]:
     """Why the judge failed: each distinct error once, with how many questions it hit."""
     return [
-        f"{indent}judge failed on {count} question(s): {_short(error, 300)}"
+        f"{indent}judge failed on {count} question(s): {shorten(error, 300)}"
         for error, count in judge_failures(results)
     ]
 
@@ -93,6 +93,7 @@ def skip_summary(skipped: Counter[tuple[str, str]], total: int) -> str:
     return "note: " + "; ".join(parts)
 
 
-def _short(text: str, width: int = LABEL_WIDTH) -> str:
+def shorten(text: str, width: int = LABEL_WIDTH) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"

@@ -62,10 +62,10 @@ def test_json_carries_every_reason_in_full(mixed, plan):
     document = results_document(mixed, plan)
     for record, result in zip(document["artifacts"], mixed, strict=True):
         for cell in result.cells:
-            assert record["questions"][cell.id].get("rationale") == cell.rationale
+            assert record["questions"][cell.id].get("reason") == cell.rationale
     weak = next(a for a in document["artifacts"] if a["key"] == "weak")
-    assert "\n" in weak["questions"]["P1"]["rationale"]  # in full, line breaks and all
-    assert weak["questions"]["P1"]["rationale"].endswith(" end")
+    assert "\n" in weak["questions"]["P1"]["reason"]  # in full, line breaks and all
+    assert weak["questions"]["P1"]["reason"].endswith(" end")
 
 
 def test_junit_failure_bodies_carry_the_reasons(mixed, plan):
