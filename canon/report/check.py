@@ -231,6 +231,22 @@ def _flip_verdict(flip: Flip, comparison: Comparison) -> str:
     return _FLIP_VERDICTS[flip.status]
 
 
+def drift_verdict(drift: Drift, *, inconclusive: bool = False) -> str:
+    """What Layer 2 found, in words every report uses: a test that did not run is
+    "not tested", never "no regression"."""
+    if drift.drop is None or drift.baseline_mean is None or drift.current_mean is None:
+        return DRIFT_UNTESTED
+    if drift.test.method == "none":
+        return f"not tested ({drift.test.detail})"
+    if drift.regressed and inconclusive:
+        return "beyond the tolerance, but the judge is too noisy to call it a regression"
+    if drift.regressed:
+        return "REGRESSION: beyond the tolerance and beyond noise"
+    if drift.drop > drift.tolerance:
+        return "beyond the tolerance but within noise"
+    return "within the tolerance"
+
+
 def _drift_lines(drift: Drift, *, inconclusive: bool = False) -> list[str]:
     test = drift.test
     if drift.drop is None or drift.baseline_mean is None or drift.current_mean is None:
@@ -240,16 +256,8 @@ def _drift_lines(drift: Drift, *, inconclusive: bool = False) -> list[str]:
         f"{drift.current_mean:.3f} (drop {drift.drop:.3f}, tolerance {drift.tolerance:.3f})"
     )
     if test.method == "none":
-        return [f"{head}: not tested ({test.detail})"]
-    if drift.regressed and inconclusive:
-        verdict = "beyond the tolerance, but the judge is too noisy to call it a regression"
-    elif drift.regressed:
-        verdict = "REGRESSION: beyond the tolerance and beyond noise"
-    elif drift.drop > drift.tolerance:
-        verdict = "beyond the tolerance but within noise"
-    else:
-        verdict = "within the tolerance"
-    lines = [f"{head}: {verdict}"]
+        return [f"{head}: {drift_verdict(drift)}"]
+    lines = [f"{head}: {drift_verdict(drift, inconclusive=inconclusive)}"]
     p_value = "" if test.p_value is None else f", one-sided p = {test.p_value:.3g}"
     interval = ""
     if test.interval is not None:

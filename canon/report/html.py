@@ -12,7 +12,7 @@ from canon.core.scoring import ArtifactResult, Cell, cell_label, falls_short
 from canon.core.usage import format_cost
 from canon.core.verdict import Verdict, judge_failures
 from canon.core.verdict import verdict_of as core_verdict
-from canon.report.check import DRIFT_UNTESTED, counted, incomplete_lines, question_subjects
+from canon.report.check import counted, drift_verdict, incomplete_lines, question_subjects
 from canon.report.junit import xml_safe
 from canon.report.text import shorten
 
@@ -216,7 +216,7 @@ def _comparison(
         parts.append(
             "<h3>Per-question flips (Layer 1)</h3>" + _table("flips", heads, rows, marks, links)
         )
-    parts.append(_drift(c.drift))
+    parts.append(_drift(c.drift, inconclusive=bool(c.inconclusive)))
     then, now = c.canon_rate
     subjects = question_subjects(results)
     rate_rows = [("canon artifacts", str(then), str(now))] + [
@@ -258,7 +258,7 @@ def _comparison(
     return "\n".join(parts)
 
 
-def _drift(drift: Drift) -> str:
+def _drift(drift: Drift, *, inconclusive: bool = False) -> str:
     def number(value: float | None) -> str:
         return "-" if value is None else f"{value:.3f}"
 
@@ -277,18 +277,10 @@ def _drift(drift: Drift) -> str:
         ("drop caught with 80% power", number(test.minimum_detectable)),
         ("underpowered", "yes" if drift.underpowered else "no"),
         ("smallest flaggable drop", number(drift.smallest_flaggable)),
-        ("verdict", _drift_verdict(drift)),
+        ("verdict", drift_verdict(drift, inconclusive=inconclusive)),
     ]
     body = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
     return f'<h3>Mean drift (Layer 2)</h3><table id="drift">{body}</table>'
-
-
-def _drift_verdict(drift: Drift) -> str:
-    if drift.regressed:
-        return "REGRESSION"
-    if drift.drop is None or drift.test.method == "none":
-        return DRIFT_UNTESTED if drift.drop is None else f"not tested ({drift.test.detail})"
-    return "no regression"
 
 
 def _flip_reason(result: ArtifactResult | None, question: str) -> str:
