@@ -13,6 +13,8 @@ from click.testing import CliRunner
 
 from canon.cli import main
 
+from support.cli import invoke_in, one_error_line
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
@@ -298,3 +300,10 @@ def test_a_real_process_writes_both_reports_with_hostile_artifact_ids(project):
     page = (project / "reports" / "canon.html").read_text(encoding="utf-8")
     assert "<script" not in page
     assert "&lt;script&gt;window.canonPwned = 1&lt;/script&gt; ]]&gt; &#x27;q&#x27;" in page
+
+
+def test_score_in_an_empty_directory_points_at_canon_init(tmp_path):
+    result = invoke_in(tmp_path, "score")
+    assert result.exit_code == 2
+    line = one_error_line(result)
+    assert '"canon init"' in line and "no canon.yaml" in line
