@@ -19,7 +19,7 @@ from canon.core.scoring import (
     shortfalls,
     shown_score,
 )
-from canon.core.verdict import Verdict, judge_failures, verdict_of
+from canon.core.verdict import Verdict, judge_failures, tally, verdict_counts, verdict_of
 from canon.report.check import counted
 
 TITLE = "Canon"
@@ -159,12 +159,17 @@ def github_summary(
     if comparison is not None:
         verdict = VERDICTS[comparison.status]
     else:
-        verdict = "NON-CANON" if failing else "ALL CANON"
+        incomplete = verdict_counts(results)[Verdict.INCOMPLETE]
+        verdict = "NON-CANON" if failing else "INCOMPLETE" if incomplete else "ALL CANON"
     lines = [f"### Canon: suite `{suite}`: {verdict}", ""]
     if comparison is not None and comparison.inconclusive:
         why = "; ".join(comparison.inconclusive)
         lines += [f"The judge is too noisy to separate a regression: {_md(why)}.", ""]
-    lines.append(f"{len(results)} artifact(s), {len(failing)} non-canon.")
+    lines.append(f"{len(results)} artifact(s): {tally(results)}.")
+    lines.extend(
+        f"The judge failed on {count} question(s): {_md(error)}"
+        for error, count in judge_failures(results)
+    )
     flips = [f for f in comparison.flips if f.regression] if comparison is not None else []
     by_key = {r.key: r for r in results}
     if flips:
@@ -185,7 +190,7 @@ def github_summary(
         lines.extend(f"| {_md(r.key)} | {_md('; '.join(r.reasons))} |" for r in failing)
     if comparison is not None and comparison.alignment:
         lines += ["", "The judge on the questions that failed (agreement with human labels):", ""]
-        lines.extend(f"- {_md(line)}" for line in comparison.alignment)
+        lines.extend(f"- {_md(line)}" for line in counted(comparison.alignment))
     return "\n".join(lines) + "\n\n"
 
 

@@ -64,7 +64,13 @@ def outage(
                 f"{root}/{command}.html",
             )
             runs[f"{command}-json"] = canon(command, "--quiet", "--format", "json")
+            summary = root / f"{command}-summary.md"
+            env["GITHUB_STEP_SUMMARY"] = str(summary)
             runs[f"{command}-github"] = canon(command, "--quiet", "--format", "github")
+            del env["GITHUB_STEP_SUMMARY"]
+            runs[f"{command}-summary"] = subprocess.CompletedProcess(
+                [], 0, summary.read_text(encoding="utf-8"), ""
+            )
             for name in ("xml", "html"):
                 runs[f"{command}-{name}"] = subprocess.CompletedProcess(
                     [], 0, (root / f"{command}.{name}").read_text(encoding="utf-8"), ""
@@ -107,6 +113,10 @@ def test_junit_and_github_say_incomplete_never_non_canon(outage, command):
     github = outage[f"{command}-github"].stdout
     assert "non-canon artifact" not in github
     assert "3 artifact(s) incomplete (not judged)" in github and CAUSE in github
+    summary = outage[f"{command}-summary"].stdout
+    assert summary.startswith("### Canon: suite `suite`: INCOMPLETE")
+    assert "3 artifact(s): 0 canon, 0 non-canon, 3 incomplete (not judged)." in summary
+    assert "The judge failed on 30 question(s): " in summary and CAUSE in summary
 
 
 @pytest.mark.parametrize("command", ["score", "check"])
