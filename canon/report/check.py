@@ -188,7 +188,10 @@ def render_check(
             if reason is not None and f.regression:
                 lines.append(f"    judge: {reason}")
             if f.confirmed_by and f.regression:
-                lines.append(f"    confirmed by {len(f.confirmed_by)} varied re-ask(s)")
+                lines.append(
+                    f"    confirmed by {len(f.confirmed_by)} varied re-ask(s): "
+                    + "; ".join(f.confirmed_by)
+                )
     lines.extend(_drift_lines(c.drift, inconclusive=bool(c.inconclusive)))
     dropped = _dropped_questions(c)
     if dropped:
