@@ -321,6 +321,14 @@ def _artifact(
         parts.append(_list("regressions", flipped))
     if result.reasons:
         parts.append(_list("reasons", result.reasons))
+    failures = judge_failures([result])
+    if failures:  # said once here, not in every unscored row of the table below
+        parts.append(
+            _list(
+                "judge-failures",
+                (f"judge failed on {count} question(s): {error}" for error, count in failures),
+            )
+        )
     if result.notes:
         parts.append(_list("notes", counted(result.notes)))
     if result.gates:
@@ -339,9 +347,9 @@ def _cell_row(cell: Cell) -> tuple[str, ...]:
     def number(value: float | None) -> str:
         return "" if value is None else f"{value:.2f}"
 
-    # the judge's own words in full; for an unscored cell, why the judge could not answer,
-    # and for a refused one, the judge's refusal
-    reason = cell.error if cell.state in ("unscored", "refused") else cell.rationale
+    # the judge's own words in full, and for a refused cell the judge's refusal; why the
+    # judge could not answer an unscored cell is said once above the table
+    reason = cell.error if cell.state == "refused" else cell.rationale
     return (
         cell.id,
         cell_label(cell),

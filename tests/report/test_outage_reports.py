@@ -7,6 +7,7 @@ scored and checked while it answers 500. No output may call an unjudged artifact
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -126,6 +127,9 @@ def test_html_says_incomplete(outage, command):
     assert '<td id="summary-non-canon">0</td>' in page
     assert '<td id="summary-incomplete">3</td>' in page
     assert CAUSE in page
+    # said once in the summary (and the check's comparison) and once per card, not per row
+    assert page.count(CAUSE) <= 5
+    assert len(re.findall(r'<ul class="judge-failures"><li>judge failed on 10 question', page)) == 3
 
 
 def test_check_names_the_cause_and_leaves_unjudged_out_of_the_rates(outage):
