@@ -94,6 +94,9 @@ def test_score_text_says_incomplete_and_the_cause_once(outage):
     assert "0 canon, 0 non-canon, 3 incomplete (not judged)" in out
     assert out.count(CAUSE) == 1
     assert "judge failed on 30 question(s)" in out
+    # stderr names the first failure as check does: artifact, question, cause
+    error = outage["score-text"].stderr
+    assert "30 question(s) unscored (first: duplicate-charge mission: " in error
 
 
 def test_score_json_counts_incomplete(outage):
