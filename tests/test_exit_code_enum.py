@@ -16,7 +16,9 @@ from canon.errors import (
 ROOT = Path(__file__).resolve().parents[1]
 # A literal number handed to an exit call, or assigned as an exit code.
 BARE_EXIT = re.compile(
-    r"(?:sys\.exit|ctx\.exit|\.exit|SystemExit)\(\s*-?\d|exit_code\s*(?::[^=]*)?=\s*\d"
+    r"(?:sys\.exit|ctx\.exit|\.exit|SystemExit)\(\s*-?\d"
+    r"|exit_code\s*(?::[^=]*)?=\s*\d"
+    r"|\bcode\s*=\s*\d"
 )
 
 
@@ -55,6 +57,13 @@ def test_no_module_writes_a_bare_exit_number() -> None:
 
 def test_the_pattern_catches_a_bare_number() -> None:
     # the guard above is only worth something if it would see the old spellings
-    for old in ("sys.exit(2)", "ctx.exit(1)", "    exit_code = 2", "exit_code: int = 2"):
+    olds = (
+        "sys.exit(2)",
+        "ctx.exit(1)",
+        "    exit_code = 2",
+        "exit_code: int = 2",
+        "code = 3 if x else 0",
+    )
+    for old in olds:
         assert BARE_EXIT.search(old), old
     assert not BARE_EXIT.search("sys.exit(ExitCode.FAILED)")

@@ -93,7 +93,7 @@ def accept(
         artifacts=artifacts,
     )
     unanswered = [(r.key, c) for r in results for c in r.unscored]
-    code = 3 if unanswered else 0
+    code = ExitCode.JUDGE_UNAVAILABLE if unanswered else ExitCode.OK
     send_telemetry(
         request, results, plan, artifacts=artifacts, suite=suite, exit_code=code, quiet=quiet
     )

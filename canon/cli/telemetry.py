@@ -113,7 +113,7 @@ def send_telemetry(
     *,
     artifacts: Sequence[Artifact],
     suite: Path,
-    exit_code: int,
+    exit_code: ExitCode,
     quiet: bool = False,
     comparison: Comparison | None = None,
 ) -> None:
