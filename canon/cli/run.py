@@ -21,6 +21,7 @@ from canon.core.artifact import Artifact
 from canon.core.baseline import Baseline
 from canon.core.compare import Comparison
 from canon.core.scoring import ArtifactResult
+from canon.core.settle import awaits_confirmation
 from canon.errors import ConfigError, UsageError
 from canon.judge.base import Judge
 from canon.judge.cache import CachingJudge, cached_judge
@@ -298,7 +299,7 @@ def score_with_progress(
 
     def progress(done: int, total: int, result: ArtifactResult) -> None:
         if not quiet:
-            verdict = "canon" if result.canon else "to confirm"
+            verdict = "to confirm" if awaits_confirmation(result) else "canon"
             if result.stopped_by is not None:
                 verdict = f"NON-CANON ({result.stopped_by} gate)"
             click.echo(f"[{done}/{total}] {printable(result.key)} {verdict}", err=True)

@@ -79,6 +79,15 @@ def violation_suspects(result: ArtifactResult, material: bool = False) -> tuple[
     )
 
 
+def awaits_confirmation(result: ArtifactResult) -> bool:
+    """Whether a first-pass verdict may still change: not canon, or a gate or principle
+    answer that confirmation re-asks (a plain violation fails the artifact only once it
+    is settled, so a first pass that reads canon is not yet canon)."""
+    if not result.canon:
+        return True
+    return bool(gate_suspects(result, material=True) or violation_suspects(result, material=True))
+
+
 def confirmed_violations(
     pooled: Sequence[Cell], evidence: Mapping[str, Evidence]
 ) -> tuple[str, ...]:
