@@ -140,3 +140,20 @@ def test_the_remedy_advises_reaccept_from_the_note_kind() -> None:
     # the same words under a kind that does not advise re-accepting do not trigger it
     plain = Note(NoteKind.JUDGE_CHANGED, str(notes[0]))
     assert "canon accept" not in remedy(dataclasses.replace(comparison, notes=(plain,)), baseline)
+
+
+def test_plain_strings_a_caller_puts_in_results_become_coded_and_fail_closed() -> None:
+    from canon.core.scoring import ArtifactResult
+
+    mine = ArtifactResult("a", False, 0.2, 0.2, False, 0.5, reasons=("my own rule failed",))
+    assert mine.reasons[0].kind is ReasonKind.OTHER and mine.reasons[0] == "my own rule failed"
+    baseline = baseline_from_results(
+        [_verdict("a")], rubric=RUBRIC, judge="mock", constitution="c", threshold=0.5
+    )
+    comparison = gate([mine], baseline, 0.5)
+    assert comparison.non_canon[0].reasons[0].kind is ReasonKind.OTHER  # kept as evidence
+    import dataclasses
+
+    noted = dataclasses.replace(comparison, notes=("a note of mine",))
+    assert noted.notes[0].kind is NoteKind.OTHER
+    assert "CONFORMS" not in remedy(noted, baseline)  # still fails: evidence stays evidence

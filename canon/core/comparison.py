@@ -10,7 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from canon.core.outcome import Note, Reason
+from canon.core.outcome import Note, Reason, as_note, as_reason
 from canon.core.significance import DropTest
 from canon.core.stats import wilson_ci
 
@@ -68,6 +68,9 @@ class NonCanon:
     # Canon in the baseline, non-canon now, on the very same text: the judge disagrees with
     # its own baseline verdict, which is not a regression of the artifact.
     unchanged: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reasons", tuple(map(as_reason, self.reasons)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,6 +191,10 @@ class Comparison:
     # Per question the check failed on, the judge's recorded agreement with human labels
     # (``canon align``), one line each; the CLI fills it in from the alignment record.
     alignment: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # a caller's plain-string notes become coded values (canon.core.outcome)
+        object.__setattr__(self, "notes", tuple(map(as_note, self.notes)))
 
     @property
     def regressions(self) -> tuple[Flip, ...]:

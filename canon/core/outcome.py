@@ -28,6 +28,7 @@ class ReasonKind(enum.Enum):
     UNSCORED = "unscored"  # the judge failed to answer: no evidence, CI may retry
     # below the threshold on the answered questions only, while others are unscored
     PARTIAL_SCORE = "partial_score"
+    OTHER = "other"  # a plain string a caller put in a result: evidence (fail closed)
 
     @property
     def is_evidence(self) -> bool:
@@ -59,6 +60,7 @@ class NoteKind(enum.Enum):
     FLIP_UNSETTLED = "flip_unsettled"
     JUDGE_CHANGED = "judge_changed"
     CONSTITUTION_CHANGED = "constitution_changed"
+    OTHER = "other"  # a plain string a caller put in a result or comparison
 
     @property
     def advises_reaccept(self) -> bool:
@@ -124,6 +126,16 @@ class Note(_Coded):
     def __new__(cls, kind: NoteKind, text: str, **data: Any) -> Note:
         made: Note = super().__new__(cls, kind, text, **data)
         return made
+
+
+def as_reason(reason: str) -> Reason:
+    """A reason as a coded value; a plain string is kind OTHER (evidence: fail closed)."""
+    return reason if isinstance(reason, Reason) else Reason(ReasonKind.OTHER, str(reason))
+
+
+def as_note(note: str) -> Note:
+    """A note as a coded value; a plain string is kind OTHER."""
+    return note if isinstance(note, Note) else Note(NoteKind.OTHER, str(note))
 
 
 def nscp_reason(question: Question) -> Reason:

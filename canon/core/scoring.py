@@ -14,6 +14,8 @@ from canon.core.outcome import (
     NoteKind,
     Reason,
     ReasonKind,
+    as_note,
+    as_reason,
     below_reason,
     nscp_reason,
     refused_reason,
@@ -92,6 +94,13 @@ class ArtifactResult:
     # outright (canon.core.settle); a first pass alone never sets it.
     violated: tuple[str, ...] = ()
     digest: str | None = None  # the digest of the artifact's text (canon.core.artifact)
+
+    def __post_init__(self) -> None:
+        # Plain strings from a caller's own results become coded values (failing closed).
+        if not all(type(r) is Reason for r in self.reasons):
+            object.__setattr__(self, "reasons", tuple(map(as_reason, self.reasons)))
+        if not all(type(n) is Note for n in self.notes):
+            object.__setattr__(self, "notes", tuple(map(as_note, self.notes)))
 
     @property
     def stopped_by(self) -> str | None:
