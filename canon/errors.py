@@ -24,17 +24,34 @@ single line on stderr and its ``exit_code``.
         ├── JudgeScriptError        a MockJudge script has no answer for a question
         ├── JudgeRefusedError       the judge refused to judge (a safety refusal)
         └── JudgeUnavailableError   a real judge failed after retries (exit 3)
+
+Every exit status a ``canon`` command ends with is an ``ExitCode`` (like pytest's): the CLI,
+the errors above and the reports take their codes from it, and no module writes a bare number.
 """
 
 from __future__ import annotations
 
+import enum
 from typing import Any
+
+
+class ExitCode(enum.IntEnum):
+    """What a ``canon`` command's exit status says (docs/cli.md, README's table)."""
+
+    OK = 0  # conforms; every artifact canon; the policy or contract passed
+    FAILED = 1  # a regression, a non-canon artifact, a failed gate or policy
+    USAGE_ERROR = 2  # bad input, bad config, an unusable baseline or judge setting
+    JUDGE_UNAVAILABLE = 3  # nothing decided for want of the judge (or the OTLP endpoint): retry
+    OVER_BUDGET = 4  # the run would spend more than max_cost
+    INTERNAL_ERROR = 5  # a bug in Canon; never 1, so CI never reads a crash as a regression
+    INCONCLUSIVE = 6  # canon check: the judge is too noisy to separate a regression
+    INTERRUPTED = 130  # Ctrl-C, as shells report it
 
 
 class CanonError(Exception):
     """Base class for every error Canon raises deliberately."""
 
-    exit_code: int = 2
+    exit_code: ExitCode = ExitCode.USAGE_ERROR
 
 
 class UsageError(CanonError):
@@ -108,16 +125,16 @@ class JudgeRefusedError(JudgeError):
 class JudgeUnavailableError(JudgeError):
     """A real judge stayed unreachable after retries (network, rate limit, server outage)."""
 
-    exit_code = 3
+    exit_code = ExitCode.JUDGE_UNAVAILABLE
 
 
 class BudgetExceededError(CanonError):
     """A run would spend more than ``max_cost``; it stopped before crossing it (exit 4)."""
 
-    exit_code = 4
+    exit_code = ExitCode.OVER_BUDGET
 
 
 class TelemetryExportError(CanonError):
     """With ``--otel-strict``, the OTLP endpoint did not take every event: CI may retry (exit 3)."""
 
-    exit_code = 3
+    exit_code = ExitCode.JUDGE_UNAVAILABLE

@@ -13,6 +13,8 @@ from click.testing import CliRunner
 
 from canon.cli import main
 
+from support.cli import invoke_in, one_error_line
+
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
@@ -58,8 +60,10 @@ def test_score_json_output_is_machine_readable(project):
         "artifacts": 3,
         "canon": 3,
         "non_canon": 0,
+        "incomplete": 0,
         "unscored_questions": 0,
         "refused_questions": 0,
+        "judge_failures": [],
     }
     first = document["artifacts"][0]
     assert first["questions"]["P2"]["subject"].startswith("Hand any refund above 200 EUR")
@@ -296,3 +300,30 @@ def test_a_real_process_writes_both_reports_with_hostile_artifact_ids(project):
     page = (project / "reports" / "canon.html").read_text(encoding="utf-8")
     assert "<script" not in page
     assert "&lt;script&gt;window.canonPwned = 1&lt;/script&gt; ]]&gt; &#x27;q&#x27;" in page
+
+
+def test_score_in_an_empty_directory_points_at_canon_init(tmp_path):
+    result = invoke_in(tmp_path, "score")
+    assert result.exit_code == 2
+    line = one_error_line(result)
+    assert '"canon init"' in line and "no canon.yaml" in line
+
+
+def test_the_progress_line_never_says_canon_for_an_artifact_the_run_fails(project):
+    # A plain violation of a principle fails the artifact only once confirmation settles
+    # it; the first pass reads canon, and the progress line used to say so.
+    script = project / "judge-script.yaml"
+    script.write_text('refund above 200: "no"\n' + script.read_text())
+    result = invoke_in(project, "score")
+    assert result.exit_code == 1
+    progress = [line for line in result.stderr.splitlines() if line.startswith("[")]
+    assert progress == [
+        "[1/3] duplicate-charge to confirm",
+        "[2/3] large-refund to confirm",
+        "[3/3] roaming-question to confirm",
+    ]
+    assert result.stdout.count("NON-CANON") == 3
+    # artifacts with nothing to confirm still read canon at once
+    script.write_text(script.read_text().split("\n", 1)[1])
+    calm = invoke_in(project, "score")
+    assert "[1/3] duplicate-charge canon" in calm.stderr

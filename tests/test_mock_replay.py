@@ -146,7 +146,7 @@ def _assert_replayed(document: dict[str, Any]) -> None:
             else:
                 assert cell["score"] == SCORES[label], (key, qid)
             if isinstance(reply, dict):
-                assert cell["rationale"] == reply["reason"], (key, qid)
+                assert cell["reason"] == reply["reason"], (key, qid)
     assert by_key["a1"]["canon"] is True and by_key["a2"]["canon"] is False
 
 
@@ -203,7 +203,7 @@ def test_canon_init_scaffolds_a_script_whose_reason_reaches_the_report(tmp_path)
     result = invoke_in(tmp_path, "score", "--quiet", "--format", "json")
     assert result.exit_code == 0, result.output
     cells = json.loads(result.output)["artifacts"][0]["questions"]
-    assert cells["tradeoff"]["rationale"].startswith("No two principles")
+    assert cells["tradeoff"]["reason"].startswith("No two principles")
 
 
 def test_accept_records_a_refusal_and_a_check_compares_it_as_a_known_failure(project):

@@ -59,7 +59,7 @@ def test_accept_records_then_the_same_replies_conform(project):
     accepted.assert_outcomes(passed=4)
     accepted.stdout.fnmatch_lines(["*4 accepted*", "*recorded 4 artifact(s) -> *pytest.json"])
     data = _recorded(project)
-    assert data["format"] == 4 and set(data["artifacts"]) == {"dup", "large", "roam", "late"}
+    assert data["format"] == 5 and set(data["artifacts"]) == {"dup", "large", "roam", "late"}
     checked = project.runpytest("-q")
     checked.assert_outcomes(passed=4)
     checked.stdout.fnmatch_lines(["*canon baselines (pytest): 4 checked: 4 conforms*"])
@@ -80,6 +80,9 @@ def test_a_regression_fails_its_test_names_the_question_and_ends_with_the_remedy
         ]
     )
     result.stdout.fnmatch_lines(["*REGRESSED dup*", "*run pytest --canon-accept to record them*"])
+    # one remedy, this door's: never canon accept's, which would not record pytest.json
+    assert "canon accept" not in result.stdout.str()
+    assert "REGRESSED dup: P2" in result.stdout.str()
 
 
 def test_the_check_result_reaches_junit_properties(project):

@@ -69,13 +69,12 @@ def _judge(config: Config, spec: str, setting: str) -> Judge:
     except ConfigError as exc:
         if config.source is None:
             raise
-        message = str(exc)
-        # The factory speaks of the settings by name; say which file (and setting) holds them.
         if setting == "confirm_judge":
-            raise ConfigError(f"{config.source}: confirm_judge: {message}") from None
-        if not message.startswith(("judge_model", "judge_options")):
-            raise
-        raise ConfigError(f"{config.source}: {message}") from None
+            raise ConfigError(f"{config.source}: confirm_judge: {exc}") from None
+        if mock:
+            raise  # a script's own error names the script file
+        # The factory speaks of judge_model and judge_options: say which file holds them.
+        raise ConfigError(f"{config.source}: {exc}") from None
 
 
 def config_gates(config: Config) -> tuple[ArtifactGate, ...]:

@@ -14,14 +14,13 @@ import click
 
 from canon.cli.common import (
     HELP_OPTIONS,
-    INTERRUPTED_EXIT_CODE,
     docs_epilog,
     report_canon_error,
     report_internal_error,
     require_stdout,
 )
 from canon.cli.output import protect_stdout
-from canon.errors import CanonError
+from canon.errors import CanonError, ExitCode
 
 # name -> "module:attribute"; loaded only when the subcommand runs, so `canon --help`
 # stays fast and never pulls in litellm or scipy.
@@ -80,7 +79,7 @@ class _LazyGroup(click.Group):
             # click would print "Aborted!" and exit 1, the regression code; 130 is the
             # shell's own code for a run stopped by Ctrl-C.
             click.echo("canon: interrupted", err=True)
-            sys.exit(INTERRUPTED_EXIT_CODE)
+            sys.exit(ExitCode.INTERRUPTED)
         except Exception as exc:  # the last line of defence
             report_internal_error(exc, self._command_named(ctx, exc))
 

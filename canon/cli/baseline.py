@@ -32,7 +32,8 @@ from canon.core.baseline import (
     Baseline,
     require_same_rubric,
 )
-from canon.errors import JudgeUnavailableError
+from canon.core.outcome import Note, NoteKind
+from canon.errors import ExitCode, JudgeUnavailableError
 from canon.project.baselines import baseline_file, write_baseline
 from canon.project.baselines import read_baseline as read_suite_baseline
 from canon.project.config import Config
@@ -91,7 +92,7 @@ def accept(
         artifacts=artifacts,
     )
     unanswered = [(r.key, c) for r in results for c in r.unscored]
-    code = 3 if unanswered else 0
+    code = ExitCode.JUDGE_UNAVAILABLE if unanswered else ExitCode.OK
     send_telemetry(
         request, results, plan, artifacts=artifacts, suite=suite, exit_code=code, quiet=quiet
     )
@@ -213,9 +214,10 @@ def check(
     confirmation = score_with_progress(plan, artifacts, quiet, baseline)
     comparison = compare_run(plan, confirmation, baseline, config.tolerance, config.rule, strict)
     if left_out:
-        note = (
+        note = Note(
+            NoteKind.PARTIAL_CHECK,
             f"{left_out} baseline artifact(s) left out by --select/--limit were not compared "
-            "(a partial check, not a missing artifact)"
+            "(a partial check, not a missing artifact)",
         )
         comparison = dataclasses.replace(comparison, notes=(*comparison.notes, note))
     results = confirmation.results
@@ -257,7 +259,7 @@ def check(
         artifacts=artifacts,
     )
     # --require-alignment refuses a verdict from an unvalidated judge: exit 2, said once.
-    code = exit_code_for(comparison) if refusal is None else 2
+    code = exit_code_for(comparison) if refusal is None else ExitCode.USAGE_ERROR
     send_telemetry(
         request,
         results,

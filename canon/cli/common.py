@@ -12,7 +12,7 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from canon.errors import CanonError, UsageError
+from canon.errors import CanonError, ExitCode, UsageError
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -20,10 +20,6 @@ F = TypeVar("F", bound=Callable[..., Any])
 # caches a command's help option the first time it is built, also when the command is
 # invoked on its own (as tests do), without the group's context.
 HELP_OPTIONS: dict[str, Any] = {"help_option_names": ["-h", "--help"]}
-# Not 1 (a regression), 2 (bad input) or 3 (judge unavailable): a CI job must never read
-# Canon's own bug as a verdict about the code under test.
-INTERNAL_ERROR_EXIT_CODE = 5
-INTERRUPTED_EXIT_CODE = 130  # Ctrl-C, as shells report it
 # Set to any value to print the traceback of an internal error as well.
 TRACEBACK_VARIABLE = "CANON_TRACEBACK"
 CLOSED_STDOUT_MESSAGE = (
@@ -86,7 +82,7 @@ def report_internal_error(exc: BaseException, command: str | None = None) -> NoR
         f"(set {TRACEBACK_VARIABLE}=1 to see the traceback)",
         err=True,
     )
-    sys.exit(INTERNAL_ERROR_EXIT_CODE)
+    sys.exit(ExitCode.INTERNAL_ERROR)
 
 
 config_option = click.option(

@@ -18,7 +18,7 @@ from canon.cli.common import (
     output_file,
     reports_errors,
 )
-from canon.errors import CanonError, GateError, UsageError
+from canon.errors import CanonError, ExitCode, GateError, UsageError
 from canon.gates.contracts.audit import AuditRecord, create_audit_record
 from canon.gates.contracts.dump import dump_contract
 from canon.gates.contracts.execution import DataSource, Execution
@@ -199,9 +199,9 @@ def run(
         )
         click.echo("\n".join(lines))
     if counts["error"]:
-        sys.exit(2)
+        sys.exit(ExitCode.USAGE_ERROR)
     if fail_on_violation and counts["fail"]:
-        sys.exit(1)
+        sys.exit(ExitCode.FAILED)
 
 
 @contract.command("generate")

@@ -23,6 +23,7 @@ from canon.cli.policy_io import (
     read_input,
     render_json,
 )
+from canon.errors import ExitCode
 from canon.gates.policy.decoding import decode_json_bytes
 from canon.gates.policy.errors import (
     INVALID_COMMAND,
@@ -137,7 +138,7 @@ _MAX_ORDER_RULES = 7
 
 def _strict_exit(ctx: click.Context, strict: bool, conforms: Any) -> None:
     if strict and conforms is not True:
-        ctx.exit(1)
+        ctx.exit(ExitCode.FAILED)
 
 
 @click.group(

@@ -10,6 +10,7 @@ from typing import IO, Any, NoReturn
 
 import click
 
+from canon.errors import ExitCode
 from canon.gates.policy.decoding import MAX_INPUT_BYTES
 from canon.gates.policy.errors import PolicyError
 
@@ -42,7 +43,7 @@ def emit_json(document: Any, stream: str = "stdout") -> None:
 class PolicyCommandFailure(click.ClickException):
     """A controlled failure: its JSON error document goes to stderr and the exit code is 2."""
 
-    exit_code = 2
+    exit_code = ExitCode.USAGE_ERROR
 
     def __init__(self, error: PolicyError) -> None:
         super().__init__(error.message)

@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from canon.cli.policy_io import emit_json, fail, read_input
+from canon.errors import ExitCode
 from canon.gates.policy import (
     Policy,
     PolicyError,
@@ -39,7 +40,7 @@ def run_command(
         with server:
             report = run_smoke_checks(server.port, policy_text, response_text)
         emit_json(report.to_dict())
-        sys.exit(0 if report.passed else 1)
+        sys.exit(ExitCode.OK if report.passed else ExitCode.FAILED)
     _serve(server, open_browser=not no_browser)
 
 

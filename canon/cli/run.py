@@ -19,7 +19,8 @@ from canon.cli.common import config_option, shown_path
 from canon.core.artifact import Artifact
 from canon.core.baseline import Baseline
 from canon.core.compare import Comparison
-from canon.core.scoring import ArtifactResult, fails_on_evidence
+from canon.core.scoring import ArtifactResult
+from canon.core.verdict import Verdict, verdict_of
 from canon.errors import ConfigError, UsageError
 from canon.judge.cache import CachingJudge
 from canon.judge.sync import run_sync
@@ -200,6 +201,11 @@ def load_run(
     config = load_config(config_path)
     load_env_files(config.source.parent if config.source else config.base_dir)
     suite = suite_path or config.suite
+    if suite is None and config.source is None:
+        raise ConfigError(
+            "no canon.yaml (or [tool.canon] in pyproject.toml) here or above: run "
+            '"canon init" to scaffold a project, or pass --suite FILE'
+        )
     if suite is None:
         raise ConfigError("no suite to score: pass --suite FILE or set 'suite' in canon.yaml")
     roots = None if config.allow_outside_paths else config.project_roots
@@ -244,9 +250,8 @@ def verdict_word(result: ArtifactResult) -> str:
     """An artifact's settled verdict in one word, as the reports give it."""
     if result.stopped_by is not None:
         return f"NON-CANON ({result.stopped_by} gate)"
-    if result.canon:
-        return "canon"
-    return "NON-CANON" if fails_on_evidence(result) else "INCOMPLETE (not judged)"
+    verdict = verdict_of(result)
+    return "INCOMPLETE (not judged)" if verdict is Verdict.INCOMPLETE else verdict.label
 
 
 def emit_github(

@@ -23,6 +23,8 @@ from canon.cli.run import (
 from canon.cli.spending import prepare_spending, show_estimate, spending_options
 from canon.cli.telemetry import OtelChoice, otel_options, send_telemetry
 from canon.core.scoring import ArtifactResult, fails_on_evidence
+from canon.core.verdict import first_failure
+from canon.errors import ExitCode
 from canon.project.store import dump_json
 from canon.report.json_report import results_document
 from canon.report.text import render_results
@@ -84,19 +86,20 @@ def score(
     send_telemetry(
         request, results, plan, artifacts=artifacts, suite=suite, exit_code=code, quiet=quiet
     )
-    if code == 3:
-        unscored = [c for r in results for c in r.unscored]
+    if code == ExitCode.JUDGE_UNAVAILABLE:
+        unscored = sum(len(r.unscored) for r in results)
         click.echo(
-            f"canon: error: the judge was unavailable: {len(unscored)} question(s) unscored "
-            f"(first: {unscored[0].id}: {unscored[0].error}); "
+            f"canon: error: the judge was unavailable: {unscored} question(s) unscored "
+            f"(first: {first_failure(results)}); "
             'run "canon score" again when the judge is reachable',
             err=True,
         )
     sys.exit(code)
 
 
-def exit_code(results: Sequence[ArtifactResult]) -> int:
-    """1 for a real failure; else 3 when the judge left questions unscored; else 0."""
+def exit_code(results: Sequence[ArtifactResult]) -> ExitCode:
+    """FAILED for a real failure; else JUDGE_UNAVAILABLE when the judge left questions
+    unscored; else OK."""
     if any(fails_on_evidence(r) for r in results):
-        return 1
-    return 3 if any(r.unscored for r in results) else 0
+        return ExitCode.FAILED
+    return ExitCode.JUDGE_UNAVAILABLE if any(r.unscored for r in results) else ExitCode.OK

@@ -22,6 +22,7 @@ from canon.check.spend import (
 from canon.core.artifact import Artifact
 from canon.core.baseline import Baseline
 from canon.core.usage import total
+from canon.errors import ExitCode
 from canon.judge.cache import CachingJudge
 from canon.judge.sync import run_sync
 from canon.project.config import Config
@@ -79,7 +80,7 @@ def print_estimate(config: Config, estimate: Estimate, output_format: str = "tex
         click.echo(estimate.line())
         if config.max_cost is not None:
             click.echo(f"max_cost in {config.source}: ${config.max_cost:.4f}")
-    sys.exit(0)
+    sys.exit(ExitCode.OK)
 
 
 def prepare_spending(

@@ -15,7 +15,7 @@ from canon.check.runner import ScoringPlan
 from canon.core.artifact import Artifact
 from canon.core.compare import Comparison
 from canon.core.scoring import ArtifactResult
-from canon.errors import TelemetryExportError
+from canon.errors import ExitCode, TelemetryExportError
 from canon.project.config import Config, OtelMode
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -113,7 +113,7 @@ def send_telemetry(
     *,
     artifacts: Sequence[Artifact],
     suite: Path,
-    exit_code: int,
+    exit_code: ExitCode,
     quiet: bool = False,
     comparison: Comparison | None = None,
 ) -> None:
@@ -145,7 +145,7 @@ def send_telemetry(
         f"the OTLP endpoint {summary.endpoint} took {summary.sent} of {summary.total} "
         f"event(s): {printable((summary.problem or 'no reason given').rstrip('. '))}"
     )
-    if request.strict and exit_code == 0:
+    if request.strict and exit_code == ExitCode.OK:
         raise TelemetryExportError(
             f"{message}; the verdicts stand; run again when the endpoint is reachable"
         )

@@ -24,6 +24,7 @@ from canon.core.comparison import (
 from canon.core.drift import layer2, optimistic_raw
 from canon.core.evidence import DecisionRule, Evidence
 from canon.core.judge_health import inconclusive_reasons
+from canon.core.outcome import NO_QUESTION, Note, NoteKind, ReasonKind, below_reason
 from canon.core.scoring import ArtifactResult, Cell, fails_on_evidence
 from canon.core.settle import (
     SOLID_CONFIDENCE,
@@ -32,6 +33,7 @@ from canon.core.settle import (
     solidly_satisfied,
     violated,
 )
+from canon.core.verdict import first_failure
 from canon.errors import UsageError
 
 __all__ = [
@@ -95,40 +97,64 @@ def gate(
     new = tuple(sorted(k for k in keys if k not in records))
     present = set(keys)
     missing = tuple(sorted(k for k in records if k not in present))
-    notes: list[str] = []
+    notes: list[Note] = []
     if baseline.legacy:
         notes.append(
-            f"the baseline is format {baseline.format} (overall scores only), so the "
-            f"per-question check (Layer 1) was skipped; {REACCEPT} with per-question scores"
+            Note(
+                NoteKind.LEGACY_BASELINE,
+                f"the baseline is format {baseline.format} (overall scores only), so the "
+                f"per-question check (Layer 1) was skipped; {REACCEPT} with per-question scores",
+            )
         )
     if new:
-        notes.append(f"{len(new)} new artifact(s) with nothing to regress from: {', '.join(new)}")
+        notes.append(
+            Note(
+                NoteKind.NEW_ARTIFACTS,
+                f"{len(new)} new artifact(s) with nothing to regress from: {', '.join(new)}",
+                keys=new,
+            )
+        )
     if missing:
-        notes.append(f"{len(missing)} recorded artifact(s) not in this run: {', '.join(missing)}")
+        notes.append(
+            Note(
+                NoteKind.MISSING_ARTIFACTS,
+                f"{len(missing)} recorded artifact(s) not in this run: {', '.join(missing)}",
+                keys=missing,
+            )
+        )
     yardstick = constitution is None or baseline.constitution in (None, constitution)
     unchanged = frozenset(r.key for r in results if yardstick and same_text(r, records.get(r.key)))
     flips, layer1_notes = _layer1(results, baseline, evidence, unchanged)
     notes.extend(layer1_notes)
     drift = layer2(results, baseline, tolerance, rule.drift_alpha, unchanged)
     if drift.test.method == "none":
-        notes.append(f"mean drift (Layer 2) not tested: {drift.test.detail}")
+        notes.append(
+            Note(NoteKind.DRIFT_NOT_TESTED, f"mean drift (Layer 2) not tested: {drift.test.detail}")
+        )
     non_canon = tuple(
         _non_canon(r, threshold, records.get(r.key), r.key in unchanged)
         for r in results
         if _fails(r, threshold)
     )
     notes.extend(
-        f"{n.key} now reads as non-canon, but its text is identical to the baseline's: "
-        "judge disagreement on an unchanged text, not a regression (--strict fails on it)"
+        Note(
+            NoteKind.JUDGE_DISAGREEMENT,
+            f"{n.key} now reads as non-canon, but its text is identical to the baseline's: "
+            "judge disagreement on an unchanged text, not a regression (--strict fails on it)",
+            key=n.key,
+        )
         for n in non_canon
         if n.unchanged and not n.known
     )
     if noise is not None and noise.noisier_than_assumed:
         low = noise.rate.interval[0]
         notes.append(
-            f"the judge disagreed with itself on {noise.rate} of the re-asks, more than the "
-            f"flip rate the check assumes ({noise.assumed_flip_rate:.0%}; at least {low:.0%} "
-            'here): run "canon calibrate" and raise flip_rate in canon.yaml'
+            Note(
+                NoteKind.NOISY_JUDGE,
+                f"the judge disagreed with itself on {noise.rate} of the re-asks, more than the "
+                f"flip rate the check assumes ({noise.assumed_flip_rate:.0%}; at least "
+                f'{low:.0%} here): run "canon calibrate" and raise flip_rate in canon.yaml',
+            )
         )
     undecided = tuple(
         r.key for r in results if not r.canon and r.unscored and not _fails(r, threshold)
@@ -155,11 +181,12 @@ def gate(
         drift=drift,
         notes=tuple(notes),
         unscored=sum(len(r.unscored) for r in results),
-        canon_rate=_canon_rates(results, baseline),
+        canon_rate=_canon_rates([r for r in results if r.key not in undecided], baseline),
         question_rates=_question_rates(results, baseline),
         noise=noise,
         strict=strict,
         undecided=undecided,
+        cause=first_failure(results),
         inconclusive=inconclusive,
     )
 
@@ -188,13 +215,13 @@ def same_text(result: ArtifactResult, record: ArtifactRecord | None) -> bool:
 def _non_canon(
     result: ArtifactResult, threshold: float, record: ArtifactRecord | None, same: bool = False
 ) -> NonCanon:
-    reasons = [r for r in result.reasons if "unscored" not in r]
-    if result.score is not None and result.below_threshold is None and result.score < threshold:
-        below = f"score {result.score:.3f} is below the threshold {threshold:.3f}"
-        if not any(r.startswith("score") for r in reasons):
-            reasons.append(below)
+    reasons = [r for r in result.reasons if r.kind.is_evidence]
+    said = any(r.kind is ReasonKind.BELOW_THRESHOLD for r in reasons)
+    score = result.score
+    if score is not None and score < threshold and result.below_threshold is None and not said:
+        reasons.append(below_reason(score, threshold))
     if not reasons:
-        reasons.append("no question applied to this artifact")
+        reasons.append(NO_QUESTION)
     known = record is not None and record.canon is False
     # A deterministic gate is a fact about the text and its files, not the judge's say-so;
     # a refusal is no reading at all, and fails closed on any text.
@@ -207,7 +234,7 @@ def _layer1(
     baseline: Baseline,
     evidence: Mapping[CellKey, Evidence] | None,
     unchanged: frozenset[str] = frozenset(),
-) -> tuple[tuple[Flip, ...], list[str]]:
+) -> tuple[tuple[Flip, ...], list[Note]]:
     flips: list[Flip] = []
     settled = baseline.format >= SETTLED_FORMAT
     changed: dict[str, tuple[str | None, str | None, list[str]]] = {}
@@ -240,44 +267,65 @@ def _layer1(
                 flip = dataclasses.replace(flip, status="unsettled")
             flips.append(flip)
     notes = [
-        f"question {qid} asks about a different principle than in the baseline "
-        f"(was {old!r}, now {now!r}); skipped for {len(keys)} artifact(s); {REACCEPT}"
+        Note(
+            NoteKind.PRINCIPLE_CHANGED,
+            f"question {qid} asks about a different principle than in the baseline "
+            f"(was {old!r}, now {now!r}); skipped for {len(keys)} artifact(s); {REACCEPT}",
+            question=qid,
+        )
         for qid, (old, now, keys) in sorted(changed.items())
     ]
     for flip in flips:
-        if flip.status == "unconfirmed":
+        said = _FLIP_NOTES.get(flip.status)
+        if said is not None:
+            kind, text = said
             notes.append(
-                f"{flip.key} {flip.question} read as violated once, but the judge did not "
-                f"repeat it over {flip.asks - 1} re-ask(s); treated as judge noise"
-            )
-        elif flip.status == "inconclusive":
-            notes.append(
-                f"{flip.key} {flip.question} read as violated, but the judge stayed split "
-                f"over {flip.asks - 1} re-ask(s); not counted as a regression "
-                '(run "canon calibrate" to measure this judge\'s noise)'
-            )
-        elif flip.status == "unavailable":
-            notes.append(
-                f"{flip.key} {flip.question} read as violated, but re-asking the judge "
-                "failed; the flip is undecided"
-            )
-        elif flip.status == "unchanged":
-            notes.append(
-                f"{flip.key} {flip.question} now reads as violated, but the text is identical "
-                "to the baseline's: judge disagreement on an unchanged text, not a regression"
-            )
-        elif flip.status == "unsettled":
-            notes.append(
-                f"{flip.key} {flip.question} now reads as violated, but its baseline answer "
-                f"rests on a single ask; not a regression ({REACCEPT})"
+                Note(
+                    kind,
+                    f"{flip.key} {flip.question} " + text.format(reasks=flip.asks - 1),
+                    key=flip.key,
+                    question=flip.question,
+                )
             )
     if not settled and any(f.regression for f in flips):
         notes.append(
-            f"the baseline is format {baseline.format}: each of its answers was asked once, "
-            f"so a flip may be the baseline's own noise; {REACCEPT} (format "
-            f"{SETTLED_FORMAT} asks every answer twice)"
+            Note(
+                NoteKind.SINGLE_ASK_BASELINE,
+                f"the baseline is format {baseline.format}: each of its answers was asked once, "
+                f"so a flip may be the baseline's own noise; {REACCEPT} (format "
+                f"{SETTLED_FORMAT} asks every answer twice)",
+            )
         )
     return tuple(flips), notes
+
+
+# What each settled-but-not-failing flip status says, after "KEY QUESTION ".
+_FLIP_NOTES: dict[str, tuple[NoteKind, str]] = {
+    "unconfirmed": (
+        NoteKind.FLIP_UNCONFIRMED,
+        "read as violated once, but the judge did not repeat it over {reasks} re-ask(s); "
+        "treated as judge noise",
+    ),
+    "inconclusive": (
+        NoteKind.FLIP_INCONCLUSIVE,
+        "read as violated, but the judge stayed split over {reasks} re-ask(s); not counted "
+        'as a regression (run "canon calibrate" to measure this judge\'s noise)',
+    ),
+    "unavailable": (
+        NoteKind.FLIP_UNAVAILABLE,
+        "read as violated, but re-asking the judge failed; the flip is undecided",
+    ),
+    "unchanged": (
+        NoteKind.FLIP_UNCHANGED,
+        "now reads as violated, but the text is identical to the baseline's: judge "
+        "disagreement on an unchanged text, not a regression",
+    ),
+    "unsettled": (
+        NoteKind.FLIP_UNSETTLED,
+        "now reads as violated, but its baseline answer rests on a single ask; not a "
+        f"regression ({REACCEPT})",
+    ),
+}
 
 
 def _flip(
@@ -311,6 +359,7 @@ def _flip(
 
 
 def _canon_rates(results: Sequence[ArtifactResult], baseline: Baseline) -> tuple[Rate, Rate]:
+    """Canon shares, baseline -> now; ``results`` leaves out the artifacts not judged."""
     recorded = [r.canon for r in baseline.artifacts.values() if r.canon is not None]
     return (
         Rate(sum(recorded), len(recorded)),
@@ -352,17 +401,23 @@ def _tally(tallies: dict[str, list[int]], qid: str, state: str, score: float | N
         tally[1] += 1
 
 
-def provenance_notes(baseline: Baseline, *, judge: str, constitution: str) -> tuple[str, ...]:
+def provenance_notes(baseline: Baseline, *, judge: str, constitution: str) -> tuple[Note, ...]:
     """Notes when the judge or constitution differs from the one the baseline recorded."""
-    notes: list[str] = []
+    notes: list[Note] = []
     if baseline.judge is not None and baseline.judge != judge:
         notes.append(
-            f"the baseline was recorded with judge {baseline.judge!r}; this run used "
-            f"{judge!r}, so differences may come from the judge"
+            Note(
+                NoteKind.JUDGE_CHANGED,
+                f"the baseline was recorded with judge {baseline.judge!r}; this run used "
+                f"{judge!r}, so differences may come from the judge",
+            )
         )
     if baseline.constitution is not None and baseline.constitution != constitution:
         notes.append(
-            "the constitution changed since the baseline was recorded; if that was intended, "
-            f"{REACCEPT}"
+            Note(
+                NoteKind.CONSTITUTION_CHANGED,
+                "the constitution changed since the baseline was recorded; if that was "
+                f"intended, {REACCEPT}",
+            )
         )
     return tuple(notes)

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
+from canon.core.outcome import Note, Reason, as_note, as_reason
 from canon.core.significance import DropTest
 from canon.core.stats import wilson_ci
 
@@ -62,11 +63,14 @@ class NonCanon:
     """A current artifact that is non-canon on evidence."""
 
     key: str
-    reasons: tuple[str, ...]
+    reasons: tuple[Reason, ...]
     known: bool = False  # non-canon in the baseline too: a known failure
     # Canon in the baseline, non-canon now, on the very same text: the judge disagrees with
     # its own baseline verdict, which is not a regression of the artifact.
     unchanged: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "reasons", tuple(map(as_reason, self.reasons)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,19 +175,26 @@ class Comparison:
     non_canon: tuple[NonCanon, ...]  # non-canon on evidence; ``known`` ones may not fail
     flips: tuple[Flip, ...]
     drift: Drift
-    notes: tuple[str, ...]
+    notes: tuple[Note, ...]
     unscored: int  # questions the judge left unanswered in this run
     canon_rate: tuple[Rate, Rate] = (Rate(0, 0), Rate(0, 0))  # baseline, now
     question_rates: Mapping[str, tuple[Rate, Rate]] = dataclasses.field(default_factory=dict)
     noise: ReaskNoise | None = None
     strict: bool = False
-    undecided: tuple[str, ...] = ()  # artifacts whose verdict waits on unscored questions
+    # Artifacts whose verdict waits on unscored questions: INCOMPLETE (not judged).
+    undecided: tuple[str, ...] = ()
+    # The first question the judge failed to answer and why (``key P1: HTTP 500 ...``).
+    cause: str | None = None
     # Why the judge cannot separate a regression in this run (canon.core.judge_health);
     # a failing check with reasons here is inconclusive, never a confident regression.
     inconclusive: tuple[str, ...] = ()
     # Per question the check failed on, the judge's recorded agreement with human labels
     # (``canon align``), one line each; the CLI fills it in from the alignment record.
     alignment: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        # a caller's plain-string notes become coded values (canon.core.outcome)
+        object.__setattr__(self, "notes", tuple(map(as_note, self.notes)))
 
     @property
     def regressions(self) -> tuple[Flip, ...]:

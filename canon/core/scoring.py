@@ -8,6 +8,19 @@ from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 from canon.core.gate_outcome import GateOutcome
+from canon.core.outcome import (
+    NO_QUESTION,
+    Note,
+    NoteKind,
+    Reason,
+    ReasonKind,
+    as_note,
+    as_reason,
+    below_reason,
+    nscp_reason,
+    refused_reason,
+    unscored_reason,
+)
 from canon.core.rubric import Question
 from canon.core.usage import Usage
 from canon.errors import JudgeError, UsageError
@@ -68,8 +81,10 @@ class ArtifactResult:
     threshold: float
     cells: tuple[Cell, ...] = ()
     gates: tuple[GateOutcome, ...] = ()
-    reasons: tuple[str, ...] = ()  # why it is non-canon, most important first
-    notes: tuple[str, ...] = ()  # worth knowing, not failures (e.g. a contract WARN)
+    # Why it is non-canon, most important first: each a coded Reason (canon.core.outcome)
+    # that is also its English line.
+    reasons: tuple[Reason, ...] = ()
+    notes: tuple[Note, ...] = ()  # worth knowing, not failures (e.g. a contract WARN)
     # Settled by confirmation (canon.core.settle): whether the score is below the threshold
     # beyond judge noise. None when nothing was settled and the plain score speaks.
     below_threshold: bool | None = None
@@ -79,6 +94,13 @@ class ArtifactResult:
     # outright (canon.core.settle); a first pass alone never sets it.
     violated: tuple[str, ...] = ()
     digest: str | None = None  # the digest of the artifact's text (canon.core.artifact)
+
+    def __post_init__(self) -> None:
+        # Plain strings from a caller's own results become coded values (failing closed).
+        if not all(type(r) is Reason for r in self.reasons):
+            object.__setattr__(self, "reasons", tuple(map(as_reason, self.reasons)))
+        if not all(type(n) is Note for n in self.notes):
+            object.__setattr__(self, "notes", tuple(map(as_note, self.notes)))
 
     @property
     def stopped_by(self) -> str | None:
@@ -211,7 +233,6 @@ def refused_cell(question: Question, reason: str, usage: Usage | None = None) ->
 
 
 REFUSAL_NOTE = "not canon until a person or another judge decides; no evidence against the agent"
-REFUSED_PREFIX = "judge refused"  # how a refusal's reason starts, so later steps keep it
 
 
 def gate_tripped(cell: Cell) -> bool:
@@ -243,9 +264,16 @@ def plainly_violated(cell: Cell) -> bool:
     return mass >= GATE_TRIP_MASS
 
 
-def violation_reason(cell: Cell) -> str:
+def violation_reason(cell: Cell, confirmed: bool = False) -> Reason:
     """Why a plainly violated principle fails its artifact."""
-    return f"principle {cell.id} plainly violated: {cell_label(cell)}"
+    text = f"principle {cell.id} plainly violated: {cell_label(cell)}"
+    return Reason(
+        ReasonKind.VIOLATED,
+        text + (" (confirmed)" if confirmed else ""),
+        question=cell.id,
+        principle=cell.question.principle,
+        confirmed=confirmed,
+    )
 
 
 def judge_verdict(
@@ -260,29 +288,22 @@ def judge_verdict(
     gate_cells = [c for c in cells if c.question.kind == "gate"]
     gated = any(gate_tripped(c) for c in gate_cells)
     score = raw
-    reasons: list[str] = []
+    reasons: list[Reason] = []
     if gated:
         cap = min(c.score for c in gate_cells if c.score is not None)
         score = cap if raw is None else min(raw, cap)
-        question = gate_cells[0].question
-        reasons.append(
-            f"NSCP gate: the judge found a contradiction ({question.id}: {question.text})"
-        )
-    refused = [c for c in cells if c.state == "refused"]
+        reasons.append(nscp_reason(gate_cells[0].question))
+    refused = [c.id for c in cells if c.state == "refused"]
     if refused:
-        ids = ", ".join(c.id for c in refused)
-        reasons.append(
-            f"{REFUSED_PREFIX} {len(refused)} of {len(cells)} questions ({ids}): {REFUSAL_NOTE}"
-        )
-    unscored = [c for c in cells if c.state == "unscored"]
+        reasons.append(refused_reason(refused, len(cells), REFUSAL_NOTE))
+    unscored = [c.id for c in cells if c.state == "unscored"]
     if unscored:
-        ids = ", ".join(c.id for c in unscored)
-        reasons.append(f"{len(unscored)} of {len(cells)} questions unscored (judge failed: {ids})")
+        reasons.append(unscored_reason(unscored, len(cells)))
     if score is None:
         if not unscored and not refused:
-            reasons.append("no question applied to this artifact")
+            reasons.append(NO_QUESTION)
     elif score < threshold:
-        reasons.append(f"score {score:.3f} is below the threshold {threshold:.3f}")
+        reasons.append(below_reason(score, threshold))
     notes = tuple(_gate_notes(gates))
     return ArtifactResult(
         key=key,
@@ -317,7 +338,11 @@ def fails_on_evidence(result: ArtifactResult) -> bool:
 def stopped_verdict(key: str, threshold: float, gates: Sequence[GateOutcome]) -> ArtifactResult:
     """The verdict on an artifact a deterministic gate stopped before any judge call."""
     reasons = tuple(
-        f"{g.gate} gate failed: {'; '.join(g.reasons) or 'no reason given'}"
+        Reason(
+            ReasonKind.GATE_FAILED,
+            f"{g.gate} gate failed: {'; '.join(g.reasons) or 'no reason given'}",
+            gate=g.gate,
+        )
         for g in gates
         if g.stops
     )
@@ -334,12 +359,21 @@ def stopped_verdict(key: str, threshold: float, gates: Sequence[GateOutcome]) ->
     )
 
 
-def _gate_notes(gates: Sequence[GateOutcome]) -> list[str]:
-    labels = {"warn": "warning", "skip": "skipped"}
+_GATE_NOTES = {
+    "warn": ("warning", NoteKind.GATE_WARNING),
+    "skip": ("skipped", NoteKind.GATE_SKIPPED),
+}
+
+
+def _gate_notes(gates: Sequence[GateOutcome]) -> list[Note]:
     return [
-        f"{g.gate} gate {labels[g.status]}: {'; '.join(g.reasons) or 'no detail'}"
+        Note(
+            _GATE_NOTES[g.status][1],
+            f"{g.gate} gate {_GATE_NOTES[g.status][0]}: {'; '.join(g.reasons) or 'no detail'}",
+            gate=g.gate,
+        )
         for g in gates
-        if g.status in labels
+        if g.status in _GATE_NOTES
     ]
 
 

@@ -14,8 +14,15 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 
 from canon.core.evidence import Evidence
+from canon.core.outcome import (
+    NO_QUESTION,
+    Note,
+    NoteKind,
+    Reason,
+    ReasonKind,
+    nscp_reason,
+)
 from canon.core.scoring import (
-    REFUSED_PREFIX,
     ArtifactResult,
     Cell,
     gate_tripped,
@@ -142,54 +149,67 @@ def settle(
     gated = any(evidence.get(q) is not None and evidence[q].status == "confirmed" for q in gate_ids)
     raw = verdict.raw_score
     score = raw
-    reasons: list[str] = []
-    notes = list(verdict.notes)
+    reasons: list[Reason] = []
+    notes: list[Note] = list(verdict.notes)
+    kept = {kind: [r for r in verdict.reasons if r.kind is kind] for kind in ReasonKind}
     if gated:
         gate_cells = [c for c in pooled if c.id in gate_ids and c.score is not None]
         cap = min(c.score for c in gate_cells if c.score is not None) if gate_cells else 0.0
         score = cap if raw is None else min(raw, cap)
-        reasons.extend(r for r in verdict.reasons if r.startswith("NSCP"))
+        reasons.extend(kept[ReasonKind.NSCP])
         if not reasons:
-            question = next(c.question for c in pooled if c.id in gate_ids)
-            reasons.append(
-                f"NSCP gate: the judge found a contradiction ({question.id}: {question.text})"
-            )
+            reasons.append(nscp_reason(next(c.question for c in pooled if c.id in gate_ids)))
     elif verdict.gated or any(q in evidence for q in gate_ids):
         notes.append(_unconfirmed_gate(evidence, gate_ids))
     # A refusal fails closed whatever the re-asks say (canon.core.scoring.REFUSAL_NOTE).
-    reasons.extend(r for r in verdict.reasons if r.startswith(REFUSED_PREFIX))
+    reasons.extend(kept[ReasonKind.REFUSED])
     violated = confirmed_violations(pooled, evidence)
-    reasons.extend(violation_reason(c) + " (confirmed)" for c in pooled if c.id in violated)
+    reasons.extend(violation_reason(c, confirmed=True) for c in pooled if c.id in violated)
     for qid in violation_suspects(result):
         if qid not in violated and plainly_violated(result.cell(qid)):
             found = evidence.get(qid)
             asks = 1 if found is None else found.asks
             notes.append(
-                f"principle {qid} read as plainly violated, but not beyond judge noise "
-                f"({asks} answer(s)); not counted as a failure"
+                Note(
+                    NoteKind.VIOLATION_UNCONFIRMED,
+                    f"principle {qid} read as plainly violated, but not beyond judge noise "
+                    f"({asks} answer(s)); not counted as a failure",
+                    question=qid,
+                )
             )
-    reasons.extend(r for r in verdict.reasons if "unscored" in r)
+    reasons.extend(kept[ReasonKind.UNSCORED])
     bound = upper_bound(pooled, evidence)
     below = False
     if score is None:
         if not verdict.unscored and not verdict.refused:
-            reasons.append("no question applied to this artifact")
+            reasons.append(NO_QUESTION)
     elif not gated and not violated and score < result.threshold:
         if bound is not None and bound < result.threshold:
             below = True
             reasons.append(
-                f"score {score:.3f} is below the threshold {result.threshold:.3f} "
-                f"(confirmed: at best {bound:.3f} on the confirmed answers)"
+                Reason(
+                    ReasonKind.BELOW_THRESHOLD,
+                    f"score {score:.3f} is below the threshold {result.threshold:.3f} "
+                    f"(confirmed: at best {bound:.3f} on the confirmed answers)",
+                    score=score,
+                    threshold=result.threshold,
+                )
             )
         elif not verdict.unscored:
             notes.append(
-                f"score {score:.3f} is below the threshold {result.threshold:.3f}, but not "
-                f"beyond judge noise (it could be {bound:.3f}); not counted as a failure"
+                Note(
+                    NoteKind.THRESHOLD_UNCONFIRMED,
+                    f"score {score:.3f} is below the threshold {result.threshold:.3f}, but not "
+                    f"beyond judge noise (it could be {bound:.3f}); not counted as a failure",
+                )
             )
         else:
             reasons.append(
-                f"score {score:.3f} is below the threshold {result.threshold:.3f} on the "
-                f"answered questions only; not evidence while questions are unscored"
+                Reason(
+                    ReasonKind.PARTIAL_SCORE,
+                    f"score {score:.3f} is below the threshold {result.threshold:.3f} on the "
+                    f"answered questions only; not evidence while questions are unscored",
+                )
             )
     return dataclasses.replace(
         verdict,
@@ -204,7 +224,7 @@ def settle(
     )
 
 
-def _unconfirmed_gate(evidence: Mapping[str, Evidence], gate_ids: set[str]) -> str:
+def _unconfirmed_gate(evidence: Mapping[str, Evidence], gate_ids: set[str]) -> Note:
     found = [evidence[q] for q in sorted(gate_ids) if q in evidence]
     if any(e.status == "unavailable" for e in found):
         why = "re-asking the judge failed"
@@ -213,9 +233,10 @@ def _unconfirmed_gate(evidence: Mapping[str, Evidence], gate_ids: set[str]) -> s
     else:
         why = "the judge did not repeat it when asked again"
     asks = max((e.asks for e in found), default=1)
-    return (
+    return Note(
+        NoteKind.GATE_UNCONFIRMED,
         f"NSCP gate tripped once, but not beyond judge noise ({why}; {asks} answer(s)); "
-        "not counted as a failure"
+        "not counted as a failure",
     )
 
 

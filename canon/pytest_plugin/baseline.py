@@ -22,6 +22,7 @@ from canon.check.pipeline import baseline_from_run, compare_run, score_run, suit
 from canon.check.provenance import refuse_changed_judge
 from canon.core.artifact import Artifact, as_artifact
 from canon.core.baseline import Baseline, baseline_to_data, require_same_rubric
+from canon.core.compare import Comparison
 from canon.core.scoring import ArtifactResult
 from canon.errors import JudgeUnavailableError
 from canon.judge.sync import run_sync
@@ -161,15 +162,16 @@ class CanonBaseline:
                 suite=self._session.name,
                 path=str(self._session.path),
                 results=confirmation.results,
+                reaccept=ACCEPT_HINT,  # this door's remedy, the one the report ends with
             )
             verdict = (
                 "is inconclusive against its baseline (the judge is too noisy to tell)"
                 if comparison.status == "inconclusive"
                 else "regressed against its baseline"
             )
-            self._outcome(key, "regressed", _first_failure(report))
+            self._outcome(key, "regressed", _first_failure(comparison))
             pytest.fail(
-                f"canon: {key!r} {verdict}\n{report}if the change is intended, {ACCEPT_HINT}",
+                f"canon: {key!r} {verdict}\n{report}",
                 pytrace=False,
             )
         self._outcome(key, "conforms", "")
@@ -198,11 +200,17 @@ class CanonBaseline:
         self._session.outcomes.append((key, status, detail))
 
 
-def _first_failure(report: str) -> str:
-    for line in report.splitlines()[3:]:
-        if line.startswith("  ") and ("REGRESSION" in line or ":" in line):
-            return line.strip()
-    return "regressed"
+def _first_failure(comparison: Comparison) -> str:
+    """What failed first, for the session summary: from the comparison's values."""
+    for flip in comparison.regressions:
+        return f"{flip.label} flipped from satisfied to violated"
+    for failure in comparison.failures:
+        return f"non-canon: {failure.reasons[0]}" if failure.reasons else "non-canon"
+    if comparison.drift.regressed:
+        return "the mean score dropped beyond noise (Layer 2)"
+    if comparison.inconclusive:
+        return f"inconclusive: {comparison.inconclusive[0]}"
+    return comparison.status
 
 
 def summary_lines(session: BaselineSession, written: Path | None) -> list[str]:

@@ -8,8 +8,11 @@ from typing import Any
 
 from canon.core.baseline import Baseline
 from canon.core.compare import REACCEPT, Comparison, Drift, Flip, Rate
-from canon.core.scoring import REFUSED_PREFIX, ArtifactResult, Cell, reason_excerpt, shortfalls
-from canon.report.text import printable
+from canon.core.outcome import ReasonKind, grouped
+from canon.core.scoring import ArtifactResult, Cell, cell_label, reason_excerpt, shortfalls
+from canon.errors import ExitCode
+from canon.report.json_report import result_record
+from canon.report.text import printable, shorten
 
 _FLIP_VERDICTS = {
     "pending": "REGRESSION (not re-asked)",
@@ -21,19 +24,27 @@ _FLIP_VERDICTS = {
     "unsettled": "not a regression (the baseline answer was a single ask)",
 }
 
+DRIFT_UNTESTED = "not tested (no matched artifact was scored in both runs)"
 ALIGNMENT_HEADING = "the judge on the questions that failed (agreement with human labels)"
 
 
-INCONCLUSIVE_EXIT_CODE = 6
+_EXIT_CODES = {
+    "conforms": ExitCode.OK,
+    "regressed": ExitCode.FAILED,
+    "unavailable": ExitCode.JUDGE_UNAVAILABLE,
+    "inconclusive": ExitCode.INCONCLUSIVE,
+}
 
 
-def exit_code_for(comparison: Comparison) -> int:
-    """0 conforms, 1 regressed, 3 the judge left something undecided, 6 inconclusive."""
-    return {"conforms": 0, "regressed": 1, "unavailable": 3, "inconclusive": 6}[comparison.status]
+def exit_code_for(comparison: Comparison) -> ExitCode:
+    """OK conforms, FAILED regressed, JUDGE_UNAVAILABLE the judge left something undecided,
+    INCONCLUSIVE the judge is too noisy to tell."""
+    return _EXIT_CODES[comparison.status]
 
 
-def remedy(comparison: Comparison, baseline: Baseline) -> str:
-    """The last line of a check report: the verdict and what to do next."""
+def remedy(comparison: Comparison, baseline: Baseline, reaccept: str = REACCEPT) -> str:
+    """The last line of a check report: the verdict and what to do next (``reaccept``: how
+    the door that checked records a new baseline)."""
     if comparison.status == "regressed" and _only_refusals(comparison):
         keys = ", ".join(n.key for n in comparison.failures)
         return (
@@ -42,7 +53,7 @@ def remedy(comparison: Comparison, baseline: Baseline) -> str:
             "another judge decide it"
         )
     if comparison.status == "regressed":
-        return f"REGRESSION: fix what regressed; if the change is intended, {REACCEPT}"
+        return f"REGRESSION: fix what regressed; if the change is intended, {reaccept}"
     if comparison.status == "inconclusive":
         return (
             "INCONCLUSIVE: the judge is too noisy to separate a regression from its own "
@@ -55,8 +66,8 @@ def remedy(comparison: Comparison, baseline: Baseline) -> str:
             'regression was found; run "canon check" again when the judge is reachable'
         )
     stale = comparison.new or comparison.missing or baseline.legacy
-    if stale or any(REACCEPT in note for note in comparison.notes):
-        return f"CONFORMS to the baseline; to fold the notes above into it, {REACCEPT}"
+    if stale or any(note.kind.advises_reaccept for note in comparison.notes):
+        return f"CONFORMS to the baseline; to fold the notes above into it, {reaccept}"
     return "CONFORMS to the baseline"
 
 
@@ -65,21 +76,55 @@ def _only_refusals(comparison: Comparison) -> bool:
     failures = comparison.failures
     return (
         bool(failures)
-        and all(any(r.startswith(REFUSED_PREFIX) for r in n.reasons) for n in failures)
+        and all(any(r.kind is ReasonKind.REFUSED for r in n.reasons) for n in failures)
         and not comparison.regressions
         and not comparison.drift.regressed
     )
+
+
+def incomplete_lines(comparison: Comparison) -> list[str]:
+    """The artifacts the judge left unjudged (out of the rates) and the first failure's cause."""
+    c = comparison
+    lines = []
+    if c.undecided:
+        lines.append(
+            f"  {len(c.undecided)} incomplete (not judged, left out of the rates): "
+            + ", ".join(c.undecided)
+        )
+    if c.cause is not None:
+        lines.append(f"  judge unavailable: {c.unscored} question(s) unscored; first: {c.cause}")
+    return lines
+
+
+def failing_cells(result: ArtifactResult, count: int = 3) -> list[Cell]:
+    """The cells to show under a non-canon artifact: the ones its reasons name (a violated
+    principle, the NSCP gate) first, then the lowest-scoring; never the unscored ones,
+    whose failure is said once for the run."""
+    named = {r.data.get("question") for r in result.reasons}
+    first = [c for c in result.cells if c.id in named]
+    rest = [c for c in shortfalls(result) if c not in first and c.state != "unscored"]
+    return (first + rest)[:count]
 
 
 def _reason_lines(result: ArtifactResult | None, indent: str = "    ") -> list[str]:
     if result is None:
         return []
     lines = []
-    for cell in shortfalls(result)[:3]:
+    for cell in failing_cells(result):
         reason = reason_excerpt(cell)
         if reason is not None:
             lines.append(f"{indent}{cell.id}: {reason}")
     return lines
+
+
+def counted(lines: Sequence[str]) -> list[str]:
+    """Repeated lines said once, with ``(xN)`` when they occurred N > 1 times."""
+    return [line if n == 1 else f"{line} (x{n})" for line, n in grouped(list(lines))]
+
+
+def question_subjects(results: Sequence[ArtifactResult]) -> dict[str, str]:
+    """Each question id's text as reports show it beside the id (a principle's own text)."""
+    return {c.id: cell_label(c) for r in results for c in r.cells}
 
 
 def _flip_cell(results: Mapping[str, ArtifactResult], key: str, qid: str) -> Cell | None:
@@ -100,8 +145,10 @@ def render_check(
     path: str,
     results: Sequence[ArtifactResult] = (),
     usage_line: str | None = None,
+    reaccept: str = REACCEPT,
 ) -> str:
-    """The human-readable check report, with the judge's reasons; it ends with the remedy."""
+    """The human-readable check report, with the judge's reasons; it ends with the remedy
+    (``reaccept``: how the door that checked records a new baseline)."""
     c = comparison
     by_key = {r.key: r for r in results}
     before, now = c.canon_rate
@@ -111,6 +158,7 @@ def render_check(
         f"{len(c.missing)} recorded but missing",
         f"  canon artifacts: {before} -> {now} (95% Wilson intervals)",
     ]
+    lines.extend(incomplete_lines(c))
     failures = c.failures
     if failures:
         lines.append(
@@ -143,13 +191,21 @@ def render_check(
             if reason is not None and f.regression:
                 lines.append(f"    judge: {reason}")
             if f.confirmed_by and f.regression:
-                lines.append(f"    confirmed by {len(f.confirmed_by)} varied re-ask(s):")
-                lines.extend(f"      {v}" for v in f.confirmed_by)
+                lines.append(
+                    f"    confirmed by {len(f.confirmed_by)} varied re-ask(s): "
+                    + "; ".join(f.confirmed_by)
+                )
     lines.extend(_drift_lines(c.drift, inconclusive=bool(c.inconclusive)))
     dropped = _dropped_questions(c)
     if dropped:
         lines.append("questions satisfied by fewer artifacts than in the baseline:")
-        lines.extend(f"  {qid}: {then} -> {now}" for qid, then, now in dropped)
+        subjects = question_subjects(results)
+        lines.extend(
+            f"  {qid} ({shorten(subjects[qid], 80)}): {then} -> {now}"
+            if qid in subjects
+            else f"  {qid}: {then} -> {now}"
+            for qid, then, now in dropped
+        )
     if c.noise is not None and c.noise.reasks:
         lines.append(
             f"judge noise seen on re-asks: {c.noise.rate} disagreed with their question's "
@@ -157,13 +213,13 @@ def render_check(
         )
     if c.notes:
         lines.append("notes:")
-        lines.extend(f"  - {note}" for note in c.notes)
+        lines.extend(f"  - {note}" for note in counted(c.notes))
     if c.alignment:
         lines.append(f"{ALIGNMENT_HEADING}:")
-        lines.extend(f"  - {line}" for line in c.alignment)
+        lines.extend(f"  - {line}" for line in counted(c.alignment))
     if usage_line is not None:
         lines.append(usage_line)
-    lines.append(remedy(c, baseline))
+    lines.append(remedy(c, baseline, reaccept))
     return "\n".join(map(printable, lines)) + "\n"
 
 
@@ -181,25 +237,33 @@ def _flip_verdict(flip: Flip, comparison: Comparison) -> str:
     return _FLIP_VERDICTS[flip.status]
 
 
+def drift_verdict(drift: Drift, *, inconclusive: bool = False) -> str:
+    """What Layer 2 found, in words every report uses: a test that did not run is
+    "not tested", never "no regression"."""
+    if drift.drop is None or drift.baseline_mean is None or drift.current_mean is None:
+        return DRIFT_UNTESTED
+    if drift.test.method == "none":
+        return f"not tested ({drift.test.detail})"
+    if drift.regressed and inconclusive:
+        return "beyond the tolerance, but the judge is too noisy to call it a regression"
+    if drift.regressed:
+        return "REGRESSION: beyond the tolerance and beyond noise"
+    if drift.drop > drift.tolerance:
+        return "beyond the tolerance but within noise"
+    return "within the tolerance"
+
+
 def _drift_lines(drift: Drift, *, inconclusive: bool = False) -> list[str]:
     test = drift.test
     if drift.drop is None or drift.baseline_mean is None or drift.current_mean is None:
-        return ["mean drift (Layer 2): nothing to compare"]
+        return [f"mean drift (Layer 2): {DRIFT_UNTESTED}"]
     head = (
         f"mean drift (Layer 2, uncapped scores): {drift.baseline_mean:.3f} -> "
         f"{drift.current_mean:.3f} (drop {drift.drop:.3f}, tolerance {drift.tolerance:.3f})"
     )
     if test.method == "none":
-        return [f"{head}: not tested ({test.detail})"]
-    if drift.regressed and inconclusive:
-        verdict = "beyond the tolerance, but the judge is too noisy to call it a regression"
-    elif drift.regressed:
-        verdict = "REGRESSION: beyond the tolerance and beyond noise"
-    elif drift.drop > drift.tolerance:
-        verdict = "beyond the tolerance but within noise"
-    else:
-        verdict = "within the tolerance"
-    lines = [f"{head}: {verdict}"]
+        return [f"{head}: {drift_verdict(drift)}"]
+    lines = [f"{head}: {drift_verdict(drift, inconclusive=inconclusive)}"]
     p_value = "" if test.p_value is None else f", one-sided p = {test.p_value:.3g}"
     interval = ""
     if test.interval is not None:
@@ -280,6 +344,7 @@ def check_document(
             {
                 "key": n.key,
                 "reasons": list(n.reasons),
+                "reason_codes": [r.code for r in n.reasons],
                 "known": n.known,
                 "unchanged_text": n.unchanged,
                 "shortfalls": _shortfall_data(by_key.get(n.key)),
@@ -315,8 +380,12 @@ def check_document(
             "rate": _rate(c.noise.rate),
             "assumed_flip_rate": c.noise.assumed_flip_rate,
         },
-        "notes": list(c.notes),
+        "notes": list(c.notes),  # every note, repeats included (the text report counts them)
+        "note_codes": [n.code for n in c.notes],
         "unscored_questions": c.unscored,
+        "incomplete": list(c.undecided),
+        "cause": c.cause,
+        "results": [result_record(r) for r in results],
         "inconclusive": list(c.inconclusive),
         "remedy": remedy(c, baseline),
     }

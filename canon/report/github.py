@@ -19,6 +19,8 @@ from canon.core.scoring import (
     shortfalls,
     shown_score,
 )
+from canon.core.verdict import Verdict, judge_failures, tally, verdict_counts, verdict_of
+from canon.report.check import counted
 
 TITLE = "Canon"
 VERDICTS = {
@@ -103,24 +105,32 @@ def github_annotations(
                     f"{drift.drop or 0.0:.3f}, tolerance {drift.tolerance:.3f}{p_value})",
                 )
             )
-        lines.extend(annotation("notice", f"{TITLE} note", note) for note in comparison.notes)
         lines.extend(
-            annotation("notice", f"{TITLE} judge alignment", line) for line in comparison.alignment
+            annotation("notice", f"{TITLE} note", note) for note in counted(comparison.notes)
+        )
+        lines.extend(
+            annotation("notice", f"{TITLE} judge alignment", line)
+            for line in counted(comparison.alignment)
         )
     unscored = sum(len(r.unscored) for r in results)
     if unscored:
+        incomplete = [r.key for r in results if verdict_of(r) is Verdict.INCOMPLETE]
+        failures = "; ".join(f"{error} (x{count})" for error, count in judge_failures(results))
         lines.append(
             annotation(
                 "warning",
                 f"{TITLE} judge unavailable",
-                f"{unscored} question(s) unscored; exit code 3 means the run may be retried",
+                f"{len(incomplete)} artifact(s) incomplete (not judged)"
+                + (f": {', '.join(incomplete)}" if incomplete else "")
+                + f"; {unscored} question(s) unscored; judge failed: {failures}; "
+                "exit code 3 means the run may be retried",
             )
         )
     return "".join(f"{line}\n" for line in lines)
 
 
 def _non_canon_message(result: ArtifactResult) -> str:
-    lines = list(result.reasons)
+    lines: list[str] = list(result.reasons)
     for cell in shortfalls(result):
         if cell.state != "unscored":  # unscored ones are already counted in the reasons
             reason = reason_excerpt(cell)
@@ -149,12 +159,17 @@ def github_summary(
     if comparison is not None:
         verdict = VERDICTS[comparison.status]
     else:
-        verdict = "NON-CANON" if failing else "ALL CANON"
+        incomplete = verdict_counts(results)[Verdict.INCOMPLETE]
+        verdict = "NON-CANON" if failing else "INCOMPLETE" if incomplete else "ALL CANON"
     lines = [f"### Canon: suite `{suite}`: {verdict}", ""]
     if comparison is not None and comparison.inconclusive:
         why = "; ".join(comparison.inconclusive)
         lines += [f"The judge is too noisy to separate a regression: {_md(why)}.", ""]
-    lines.append(f"{len(results)} artifact(s), {len(failing)} non-canon.")
+    lines.append(f"{len(results)} artifact(s): {tally(results)}.")
+    lines.extend(
+        f"The judge failed on {count} question(s): {_md(error)}"
+        for error, count in judge_failures(results)
+    )
     flips = [f for f in comparison.flips if f.regression] if comparison is not None else []
     by_key = {r.key: r for r in results}
     if flips:
@@ -175,7 +190,7 @@ def github_summary(
         lines.extend(f"| {_md(r.key)} | {_md('; '.join(r.reasons))} |" for r in failing)
     if comparison is not None and comparison.alignment:
         lines += ["", "The judge on the questions that failed (agreement with human labels):", ""]
-        lines.extend(f"- {_md(line)}" for line in comparison.alignment)
+        lines.extend(f"- {_md(line)}" for line in counted(comparison.alignment))
     return "\n".join(lines) + "\n\n"
 
 

@@ -8,9 +8,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from canon.check.runner import ScoringPlan
 from canon.check.spend import run_usage
 from canon.core.compare import Comparison, Drift, Flip
-from canon.core.scoring import ArtifactResult, Cell, cell_label, fails_on_evidence, falls_short
+from canon.core.scoring import ArtifactResult, Cell, cell_label, falls_short
 from canon.core.usage import format_cost
+from canon.core.verdict import Verdict, judge_failures
+from canon.core.verdict import verdict_of as core_verdict
+from canon.report.check import counted, drift_verdict, incomplete_lines, question_subjects
 from canon.report.junit import xml_safe
+from canon.report.text import shorten
 
 _STYLE = """
 body { font: 15px/1.45 system-ui, sans-serif; margin: 2rem auto; max-width: 70rem;
@@ -36,6 +40,9 @@ ul.regressions, .regressed-mark { color: #c62828; font-weight: 700; }
 tr.short td.score, tr.short td.state { color: #c62828; font-weight: 700; }
 tr.flips-row.regression td { color: #c62828; font-weight: 700; }
 td.reason { white-space: pre-wrap; max-width: 32rem; }
+details.passing > summary { cursor: pointer; font-weight: 700; color: #2e7d32; margin: 1rem 0; }
+td.judges-reason { white-space: pre-wrap; max-width: 24rem; }
+table.rates td.baseline, table.rates td.now { white-space: nowrap; }
 details.text { margin: .5rem 0; } details.text summary { cursor: pointer; color: #455a64; }
 pre.artifact-text { white-space: pre-wrap; background: #f7f7f9; padding: .5rem .75rem;
                     border-radius: 4px; margin: .25rem 0 0; }
@@ -74,22 +81,33 @@ def html_report(
         f"<h1>{_e(title)}</h1>",
         _summary(results, plan, comparison, elapsed),
     ]
+    anchors = {r.key: f"artifact-{index}" for index, r in enumerate(results, 1)}
     if comparison is not None:
-        parts.append(_comparison(comparison))
+        parts.append(_comparison(comparison, results, anchors))
     flips = comparison.flips if comparison is not None else ()
-    for index, result in enumerate(results, 1):
+    # What needs a person's eyes first: failing and incomplete artifacts, in suite order;
+    # the canon ones follow, folded away.
+    cards: dict[bool, list[str]] = {True: [], False: []}
+    for result in results:
         regressions = [f for f in flips if f.key == result.key and f.regression]
         text = None if texts is None else texts.get(result.key)
-        parts.append(_artifact(index, result, regressions, text))
+        passing = core_verdict(result) is Verdict.CANON and not regressions
+        cards[passing].append(_artifact(anchors[result.key], result, regressions, text))
+    parts.extend(cards[False])
+    if cards[True]:
+        parts.append(
+            f'<details class="passing" id="passing"{"" if cards[False] else " open"}>'
+            f"<summary>{len(cards[True])} canon artifact(s)</summary>"
+        )
+        parts.extend(cards[True])
+        parts.append("</details>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
 
 
 def verdict_of(result: ArtifactResult) -> str:
-    """canon, non-canon, or incomplete (the judge left questions unscored, no failure)."""
-    if fails_on_evidence(result):
-        return "non-canon"
-    return "incomplete" if result.unscored or not result.canon else "canon"
+    """canon, non-canon, or incomplete (canon.core.verdict), as the page's classes say it."""
+    return core_verdict(result).words
 
 
 def _summary(
@@ -118,6 +136,10 @@ def _summary(
         ("incomplete", str(counts["incomplete"])),
         ("unscored questions", str(sum(len(r.unscored) for r in results))),
         ("questions the judge refused", str(sum(len(r.refused) for r in results))),
+        *(
+            ("judge failed", f"{error} (on {count} question(s))")
+            for error, count in judge_failures(results)
+        ),
         ("rubric", f"{plan.rubric.id} {plan.rubric.version} ({plan.rubric.fingerprint})"),
         ("judge", plan.judge.name),
         ("constitution digest", plan.constitution.digest),
@@ -154,13 +176,19 @@ def _usage_rows(results: Sequence[ArtifactResult]) -> list[tuple[str, str]]:
     return rows
 
 
-def _comparison(comparison: Comparison) -> str:
+def _comparison(
+    comparison: Comparison, results: Sequence[ArtifactResult], anchors: Mapping[str, str]
+) -> str:
     c = comparison
+    by_key = {r.key: r for r in results}
     parts = [
         '<section class="comparison" id="comparison"><h2>Compared with the baseline</h2>',
         f"<p>{c.checked} checked, {c.matched} matched, {len(c.new)} new, "
         f"{len(c.missing)} recorded but missing</p>",
     ]
+    incomplete = incomplete_lines(c)
+    if incomplete:
+        parts.append(_list("incomplete", (line.strip() for line in incomplete)))
     if c.flips:
         rows = [
             (
@@ -170,16 +198,33 @@ def _comparison(comparison: Comparison) -> str:
                 f"{f.baseline_score:.2f} ({f.baseline_confidence:.2f})",
                 f"{f.score:.2f} ({f.confidence:.2f})",
                 f.status + (" - regression" if f.regression else ""),
+                _flip_reason(by_key.get(f.key), f.question),
             )
             for f in c.flips
         ]
-        heads = ("artifact", "question", "subject", "baseline (conf.)", "now (conf.)", "status")
+        heads = (
+            "artifact",
+            "question",
+            "subject",
+            "baseline (conf.)",
+            "now (conf.)",
+            "status",
+            "judge's reason",
+        )
         marks = ["regression" if f.regression else "" for f in c.flips]
-        parts.append("<h3>Per-question flips (Layer 1)</h3>" + _table("flips", heads, rows, marks))
-    parts.append(_drift(c.drift))
+        links = [anchors.get(f.key) for f in c.flips]
+        parts.append(
+            "<h3>Per-question flips (Layer 1)</h3>" + _table("flips", heads, rows, marks, links)
+        )
+    parts.append(_drift(c.drift, inconclusive=bool(c.inconclusive)))
     then, now = c.canon_rate
+    subjects = question_subjects(results)
     rate_rows = [("canon artifacts", str(then), str(now))] + [
-        (f"{qid} satisfied", str(before), str(current))
+        (
+            f"{qid} satisfied" + (f" ({shorten(subjects[qid], 80)})" if qid in subjects else ""),
+            str(before),
+            str(current),
+        )
         for qid, (before, current) in c.question_rates.items()
     ]
     parts.append(
@@ -205,15 +250,15 @@ def _comparison(comparison: Comparison) -> str:
     if c.alignment:
         parts.append(
             "<h3>The judge on the questions that failed (agreement with human labels)</h3>"
-            + _list("alignment", c.alignment)
+            + _list("alignment", counted(c.alignment))
         )
     if c.notes:
-        parts.append("<h3>Notes</h3>" + _list("notes", c.notes))
+        parts.append("<h3>Notes</h3>" + _list("notes", counted(c.notes)))
     parts.append("</section>")
     return "\n".join(parts)
 
 
-def _drift(drift: Drift) -> str:
+def _drift(drift: Drift, *, inconclusive: bool = False) -> str:
     def number(value: float | None) -> str:
         return "-" if value is None else f"{value:.3f}"
 
@@ -232,14 +277,22 @@ def _drift(drift: Drift) -> str:
         ("drop caught with 80% power", number(test.minimum_detectable)),
         ("underpowered", "yes" if drift.underpowered else "no"),
         ("smallest flaggable drop", number(drift.smallest_flaggable)),
-        ("verdict", "REGRESSION" if drift.regressed else "no regression"),
+        ("verdict", drift_verdict(drift, inconclusive=inconclusive)),
     ]
     body = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in rows)
     return f'<h3>Mean drift (Layer 2)</h3><table id="drift">{body}</table>'
 
 
+def _flip_reason(result: ArtifactResult | None, question: str) -> str:
+    """The judge's reason for a flipped question, in full ("" when it gave none)."""
+    try:
+        return "" if result is None else (result.cell(question).rationale or "")
+    except KeyError:
+        return ""
+
+
 def _artifact(
-    index: int, result: ArtifactResult, regressions: Sequence[Flip], text: str | None
+    anchor: str, result: ArtifactResult, regressions: Sequence[Flip], text: str | None
 ) -> str:
     verdict = verdict_of(result)
     score = "-" if result.score is None else f"{result.score:.3f}"
@@ -249,7 +302,7 @@ def _artifact(
     scored = f' <span class="scored">(scored {verdict})</span>' if regressions else ""
     classes = f"artifact {verdict}" + (" regressed" if regressions else "")
     parts = [
-        f'<section class="{classes}" id="artifact-{index}" data-verdict="{verdict}">',
+        f'<section class="{classes}" id="{anchor}" data-verdict="{verdict}">',
         f'<h2 class="key mono">{_e(result.key)}</h2>',
         f'<p><span class="verdict">{shown}</span>{scored}'
         + f' score <span class="score">{score}</span> (threshold {result.threshold:.3f})'
@@ -268,8 +321,16 @@ def _artifact(
         parts.append(_list("regressions", flipped))
     if result.reasons:
         parts.append(_list("reasons", result.reasons))
+    failures = judge_failures([result])
+    if failures:  # said once here, not in every unscored row of the table below
+        parts.append(
+            _list(
+                "judge-failures",
+                (f"judge failed on {count} question(s): {error}" for error, count in failures),
+            )
+        )
     if result.notes:
-        parts.append(_list("notes", result.notes))
+        parts.append(_list("notes", counted(result.notes)))
     if result.gates:
         gates = [(g.gate, g.status, "; ".join(g.reasons)) for g in result.gates]
         parts.append(_table("gates", ("gate", "outcome", "reasons"), gates))
@@ -286,9 +347,9 @@ def _cell_row(cell: Cell) -> tuple[str, ...]:
     def number(value: float | None) -> str:
         return "" if value is None else f"{value:.2f}"
 
-    # the judge's own words in full; for an unscored cell, why the judge could not answer,
-    # and for a refused one, the judge's refusal
-    reason = cell.error if cell.state in ("unscored", "refused") else cell.rationale
+    # the judge's own words in full, and for a refused cell the judge's refusal; why the
+    # judge could not answer an unscored cell is said once above the table
+    reason = cell.error if cell.state == "refused" else cell.rationale
     return (
         cell.id,
         cell_label(cell),
@@ -304,15 +365,27 @@ def _table(
     heads: Sequence[str],
     rows: Iterable[Sequence[str]],
     marks: Sequence[str] = (),
+    links: Sequence[str | None] = (),
 ) -> str:
+    """A table; ``links`` (one per row, or None) make each row's first cell a link to
+    that anchor on the page."""
     rows = list(rows)
     marks = list(marks) or [""] * len(rows)
+    targets = list(links) or [None] * len(rows)
+
+    def cell(head: str, value: str, target: str | None) -> str:
+        shown = _e(value) if target is None else f'<a href="#{_e(target)}">{_e(value)}</a>'
+        return f'<td class="{_slug(head)}">{shown}</td>'
+
     head = "".join(f"<th>{_e(h)}</th>" for h in heads)
     body = "".join(
         f'<tr class="{kind}-row{" " + mark if mark else ""}">'
-        + "".join(f'<td class="{_slug(h)}">{_e(v)}</td>' for h, v in zip(heads, row, strict=True))
+        + "".join(
+            cell(h, v, target if i == 0 else None)
+            for i, (h, v) in enumerate(zip(heads, row, strict=True))
+        )
         + "</tr>"
-        for row, mark in zip(rows, marks, strict=True)
+        for row, mark, target in zip(rows, marks, targets, strict=True)
     )
     return f'<table class="{kind}"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>'
 
@@ -322,7 +395,9 @@ def _list(kind: str, items: Iterable[str]) -> str:
 
 
 def _slug(text: str) -> str:
-    return "-".join(text.replace("(", "").replace(")", "").replace(".", "").split())
+    return "-".join(
+        text.replace("(", "").replace("'", "").replace(")", "").replace(".", "").split()
+    )
 
 
 def _e(text: str) -> str:

@@ -8,6 +8,7 @@ from typing import Any
 from canon.check.runner import ScoringPlan
 from canon.check.spend import run_usage
 from canon.core.scoring import ArtifactResult, Cell
+from canon.core.verdict import Verdict, judge_failures, verdict_counts, verdict_of
 
 
 def results_document(results: Sequence[ArtifactResult], plan: ScoringPlan) -> dict[str, Any]:
@@ -22,14 +23,22 @@ def results_document(results: Sequence[ArtifactResult], plan: ScoringPlan) -> di
         "constitution": plan.constitution.digest,
         "threshold": plan.threshold,
         "artifacts": [result_record(r) for r in results],
-        "summary": {
-            "artifacts": len(results),
-            "canon": sum(r.canon for r in results),
-            "non_canon": sum(not r.canon for r in results),
-            "unscored_questions": sum(len(r.unscored) for r in results),
-            "refused_questions": sum(len(r.refused) for r in results),
-        },
+        "summary": summary_record(results),
         "usage": run_usage(results).as_data(),
+    }
+
+
+def summary_record(results: Sequence[ArtifactResult]) -> dict[str, Any]:
+    """The run's verdict counts, and why the judge failed (each error once, counted)."""
+    counts = verdict_counts(results)
+    return {
+        "artifacts": len(results),
+        **{verdict.value: counts[verdict] for verdict in Verdict},
+        "unscored_questions": sum(len(r.unscored) for r in results),
+        "refused_questions": sum(len(r.refused) for r in results),
+        "judge_failures": [
+            {"error": error, "questions": count} for error, count in judge_failures(results)
+        ],
     }
 
 
@@ -37,13 +46,16 @@ def result_record(result: ArtifactResult) -> dict[str, Any]:
     """One artifact's verdict as plain data."""
     return {
         "key": result.key,
+        "verdict": verdict_of(result).value,
         "canon": result.canon,
         "score": result.score,
         "raw_score": result.raw_score,
         "gated": result.gated,
         "stopped_by": result.stopped_by,
         "reasons": list(result.reasons),
+        "reason_codes": [r.code for r in result.reasons],  # canon.core.outcome.ReasonKind
         "notes": list(result.notes),
+        "note_codes": [n.code for n in result.notes],
         "gates": [
             {"gate": g.gate, "status": g.status, "reasons": list(g.reasons)} for g in result.gates
         ],
@@ -62,5 +74,5 @@ def _cell_record(cell: Cell) -> dict[str, Any]:
     if cell.error is not None:
         record["error"] = cell.error
     if cell.rationale is not None:
-        record["rationale"] = cell.rationale  # the judge's own words, in full
+        record["reason"] = cell.rationale  # the judge's own words, in full
     return record

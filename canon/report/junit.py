@@ -18,7 +18,8 @@ from canon.core.scoring import (
     shortfalls,
     shown_score,
 )
-from canon.report.check import ALIGNMENT_HEADING
+from canon.core.verdict import judge_failures
+from canon.report.check import ALIGNMENT_HEADING, counted
 
 # Everything XML 1.0 has no way to express, even as a character reference: C0 controls
 # other than tab, newline and carriage return, lone surrogates, and U+FFFE/U+FFFF.
@@ -61,10 +62,10 @@ def junit_xml(
             case = _case(testsuite, classname, key)
             _child(case, "skipped", "recorded in the baseline but not in this run")
         _drift_case(testsuite, classname, comparison)
-        out = list(comparison.notes)
+        out = counted(comparison.notes)
         if comparison.alignment:
             out.append(f"{ALIGNMENT_HEADING}:")
-            out.extend(f"  - {line}" for line in comparison.alignment)
+            out.extend(f"  - {line}" for line in counted(comparison.alignment))
         if out:
             _text(testsuite, "system-out", "\n".join(out))
     cases = testsuite.findall("testcase")
@@ -170,7 +171,10 @@ def _artifact_case(
             _child(case, "failure", message, kind or "regression", body)
     unscored = result.unscored
     unavailable = [f for f in flips if f.status == "unavailable"]
-    lines = [f"{cell.id}: {cell.error}" for cell in unscored]
+    lines = [
+        f"{', '.join(c.id for c in unscored if c.error == error)}: {error}"
+        for error, _ in judge_failures([result])
+    ]
     lines.extend(f"{f.question}: re-asking the judge about a flip failed" for f in unavailable)
     failed = case.find("failure") is not None
     if tolerated and not failed:
@@ -179,8 +183,12 @@ def _artifact_case(
         lines = [*result.reasons, *_shortfall_lines(result), *lines]
         _text(case, "system-out", "\n".join(lines))
         return
-    if lines and not failed:
-        message = f"the judge left {len(lines)} question(s) unscored"
+    if (unscored or unavailable) and not failed:
+        message = (
+            f"incomplete (not judged): the judge left {len(unscored)} question(s) unscored"
+            if unscored
+            else f"incomplete: re-asking the judge failed on {len(unavailable)} flip(s)"
+        )
         _child(case, "error", message, "judge-unavailable", "\n".join(lines))
     out = (
         []
@@ -219,6 +227,8 @@ def _shortfall_lines(result: ArtifactResult) -> list[str]:
     """One line per question that fell short, with the judge's reason where it gave one."""
     lines = []
     for cell in shortfalls(result):
+        if cell.state == "unscored":
+            continue  # said once per distinct failure, with the questions it hit
         shown = shown_score(cell)
         reason = reason_excerpt(cell)
         line = f"{cell.id} {shown}: {cell_label(cell)}"

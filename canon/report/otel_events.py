@@ -21,6 +21,7 @@ from canon.core.compare import Comparison
 from canon.core.gate_outcome import GateOutcome
 from canon.core.rubric import Question
 from canon.core.scoring import ArtifactResult, Cell
+from canon.core.verdict import verdict_of
 from canon.gates.contracts.execution import Execution, Step
 from canon.gates.contracts.otel.tree import root_position
 
@@ -147,7 +148,8 @@ def _verdict(result: ArtifactResult, common: Attributes) -> Attributes:
     attributes: Attributes = {"gen_ai.evaluation.name": VERDICT_EVALUATION, **common}
     if result.score is not None:
         attributes["gen_ai.evaluation.score.value"] = result.score
-    attributes["gen_ai.evaluation.score.label"] = "canon" if result.canon else "non_canon"
+    # canon, non_canon, or incomplete (not judged: the judge failed, nothing against it)
+    attributes["gen_ai.evaluation.score.label"] = verdict_of(result).value
     attributes["gen_ai.evaluation.explanation"] = _verdict_explanation(result)
     attributes["canon.threshold"] = result.threshold
     attributes["canon.gated"] = result.gated

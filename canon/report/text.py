@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from canon.check.spend import run_usage
+from canon.core.outcome import NoteKind
 from canon.core.scoring import (
     ArtifactResult,
     cell_label,
@@ -14,6 +15,7 @@ from canon.core.scoring import (
     shortfalls,
     shown_score,
 )
+from canon.core.verdict import judge_failures, tally, verdict_of
 
 LABEL_WIDTH = 100
 
@@ -39,34 +41,32 @@ def render_results(results: Sequence[ArtifactResult]) -> str:
     skipped: Counter[tuple[str, str]] = Counter()
     for result in results:
         score = "  -  " if result.score is None else f"{result.score:.3f}"
-        verdict = "canon    " if result.canon else "NON-CANON"
-        lines.append(f"{verdict} {score}  {result.key}")
+        lines.append(f"{verdict_of(result).label:<9} {score}  {result.key}")
         lines.extend(f"    - {reason}" for reason in result.reasons)
         # A gate with nothing to check is counted, not repeated: 100 artifacts without a
         # trace would otherwise print 100 identical notes.
         quiet = [g for g in result.gates if g.status == "skip"]
         skipped.update((g.gate, "; ".join(g.reasons) or "nothing to check") for g in quiet)
-        prefixes = tuple(f"{g.gate} gate skipped:" for g in quiet)
         lines.extend(
-            f"    note: {note}"
-            for note in result.notes
-            if not (prefixes and note.startswith(prefixes))
+            f"    note: {note}" for note in result.notes if note.kind is not NoteKind.GATE_SKIPPED
         )
         for cell in shortfalls(result):
+            if cell.state == "unscored":
+                continue  # the reason names them; why the judge failed is said once below
             shown = shown_score(cell)
             shown_id = (
                 f"{cell.id} [{cell.question.principle}]" if cell.question.principle else cell.id
             )
-            lines.append(f"    {shown_id} {shown}: {_short(cell_label(cell))}")
+            lines.append(f"    {shown_id} {shown}: {shorten(cell_label(cell))}")
             reason = reason_excerpt(cell)
             if reason is not None:
                 lines.append(f"        judge: {reason}")
     if skipped:
         lines.append(skip_summary(skipped, len(results)))
-    failed = sum(not r.canon for r in results)
+    lines.extend(failure_lines(results))
     unscored = sum(len(r.unscored) for r in results)
     refused = sum(len(r.refused) for r in results)
-    summary = f"{len(results) - failed} canon, {failed} non-canon"
+    summary = tally(results)
     if refused:
         summary += f", {refused} question(s) the judge refused"
     if unscored:
@@ -74,6 +74,14 @@ def render_results(results: Sequence[ArtifactResult]) -> str:
     lines.append(summary)
     lines.append(run_usage(results).line())
     return "\n".join(map(printable, lines)) + "\n"
+
+
+def failure_lines(results: Sequence[ArtifactResult], indent: str = "") -> list[str]:
+    """Why the judge failed: each distinct error once, with how many questions it hit."""
+    return [
+        f"{indent}judge failed on {count} question(s): {shorten(error, 300)}"
+        for error, count in judge_failures(results)
+    ]
 
 
 def skip_summary(skipped: Counter[tuple[str, str]], total: int) -> str:
@@ -85,6 +93,7 @@ def skip_summary(skipped: Counter[tuple[str, str]], total: int) -> str:
     return "note: " + "; ".join(parts)
 
 
-def _short(text: str, width: int = LABEL_WIDTH) -> str:
+def shorten(text: str, width: int = LABEL_WIDTH) -> str:
+    """``text`` on one line, cut to ``width`` characters with an ellipsis."""
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"

@@ -141,8 +141,8 @@ def test_structured_reasons_reach_json_and_github_output(refund_project, fake_ll
     done = _canon(refund_project, fake_llm.base_url, "score", "--quiet", "--format", "json")
     assert done.returncode == 1, done.stderr
     questions = json.loads(done.stdout)["artifacts"][0]["questions"]
-    assert questions["P2"]["rationale"] == WHY
-    assert questions["G"]["rationale"] == GATE_WHY
+    assert questions["P2"]["reason"] == WHY
+    assert questions["G"]["reason"] == GATE_WHY
     github = _canon(refund_project, fake_llm.base_url, "score", "--quiet", "--format", "github")
     assert github.returncode == 1, github.stderr
     error = next(line for line in github.stdout.splitlines() if line.startswith("::error"))

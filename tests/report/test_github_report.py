@@ -34,7 +34,8 @@ def test_each_non_canon_artifact_is_an_error_with_its_reasons(mixed):
     assert "score 0.111 is below the threshold 0.850%0Amission 0.00: Does the artifact" in weak
     assert "%0AP1 0.00: Quote only policies" in weak and "- judge: Reason for P1" in weak
     (warning,) = [line for line in lines if line.startswith("::warning ")]
-    assert "1 question(s) unscored; exit code 3" in warning
+    assert "1 artifact(s) incomplete (not judged): judge-down; 1 question(s) unscored" in warning
+    assert "judge failed: rate limited after 3 retries" in warning and "exit code 3" in warning
 
 
 def test_a_check_annotates_each_regression_but_not_an_unconfirmed_flip(regressed):

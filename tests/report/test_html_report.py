@@ -30,11 +30,16 @@ def test_hostile_text_is_escaped_everywhere(mixed, plan, hostile):
 
 def test_each_artifact_gets_a_section_with_its_verdict_and_question_table(mixed, plan):
     page = html_report(mixed, plan, suite="demo")
-    verdicts = re.findall(
-        r'<section class="artifact [^"]+" id="artifact-\d+" data-verdict="([^"]+)"', page
+    found = re.findall(
+        r'<section class="artifact [^"]+" id="artifact-(\d+)" data-verdict="([^"]+)"', page
     )
-    assert verdicts == ["canon", "non-canon", "non-canon", "incomplete", "non-canon"]
-    assert verdicts == [verdict_of(r) for r in mixed]
+    # failing and incomplete artifacts first, in suite order; the canon one last, folded
+    assert [v for _, v in found] == ["non-canon", "non-canon", "incomplete", "non-canon", "canon"]
+    assert [int(i) for i, _ in found] == [2, 3, 4, 5, 1]  # anchors keep the suite position
+    assert [v for _, v in sorted(found)] == [verdict_of(r) for r in mixed]
+    folded = page[page.index('<details class="passing" id="passing">') :]
+    assert folded.startswith('<details class="passing" id="passing"><summary>1 canon artifact(s)')
+    assert 'id="artifact-1"' in folded
     assert page.count('<tr class="questions-row') == sum(len(r.cells) for r in mixed)
     short = sum(falls_short(c) for r in mixed for c in r.cells)
     assert 0 < page.count('<tr class="questions-row short">') == short
@@ -88,16 +93,17 @@ def test_the_report_renders_in_chromium_with_hostile_text_inert(
     )
     assert seen["pwned"] == "undefined" and seen["scripts"] == 0
     assert [s["verdict"] for s in seen["sections"]] == [
-        "CANON",
         "NON-CANON",
         "NON-CANON",
         "INCOMPLETE",
         "NON-CANON",
+        "CANON",
     ]
     shown = hostile.replace("\x01", "\\x01")
-    assert [s["key"] for s in seen["sections"]] == [*(r.key for r in mixed[:4]), shown]
-    assert [s["rows"] for s in seen["sections"]] == [len(r.cells) for r in mixed]
-    assert seen["sections"][3]["states"].count("unscored") == 1
+    order = [*mixed[1:], mixed[0]]  # failing first, the canon one folded at the end
+    assert [s["key"] for s in seen["sections"]] == [*(r.key for r in order[:3]), shown, "fine"]
+    assert [s["rows"] for s in seen["sections"]] == [len(r.cells) for r in order]
+    assert seen["sections"][2]["states"].count("unscored") == 1
     assert f"policy gate failed: rule {shown} failed; second reason" in seen["reasons"]
     assert seen["banner"] == "NON-CANON"
     assert page.requested_urls() == [url]
@@ -186,6 +192,9 @@ def test_a_screenshot_of_a_regressed_check_shows_red_where_it_failed(page, tmp_p
     texts = {r.key: f"The reply of {r.key}, to be read on demand." for r in results}
     report = html_report(results, plan, suite="suite", comparison=comparison, texts=texts)
     _open(page, tmp_path, report)
+    # the canon artifacts are folded away under the failing ones until opened
+    assert page.evaluate("document.getElementById('passing').open") is False
+    page.evaluate("document.getElementById('passing').open = true")
     # One viewport as tall as the page: the screenshot then shows the very layout measured.
     height = page.evaluate("document.documentElement.scrollHeight")
     page.send(
@@ -218,7 +227,7 @@ def test_a_screenshot_of_a_regressed_check_shows_red_where_it_failed(page, tmp_p
     # the banner's right end, clear of its text
     assert _is_red(_pixel(shot, banner["x"] + banner["w"] - 6, banner["y"] + banner["h"] / 2))
     cards = {c["key"]: c for c in boxes["cards"]}
-    assert [c["verdict"] for c in boxes["cards"]] == ["REGRESSED", "CANON", "NON-CANON"]
+    assert [c["verdict"] for c in boxes["cards"]] == ["REGRESSED", "NON-CANON", "CANON"]
     for key, looks_right in (("fine", _is_red), ("also-fine", _is_green), ("weak", _is_red)):
         card = cards[key]["box"]
         edge = _pixel(shot, card["x"] + 3, card["y"] + card["h"] / 2)  # the 6px left border

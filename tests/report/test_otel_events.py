@@ -66,6 +66,13 @@ def test_a_non_canon_verdict_carries_its_reasons_as_the_explanation(mixed, plan)
     assert gated["gen_ai.evaluation.score.value"] == result.score
 
 
+def test_an_unjudged_verdict_is_labelled_incomplete_not_non_canon(mixed, plan):
+    events = evaluation_events(mixed, plan)
+    down = _named(events, "judge-down", "canon.verdict").attributes
+    assert down["gen_ai.evaluation.score.label"] == "incomplete"
+    assert "error.type" in down
+
+
 def test_a_question_event_has_the_answer_its_score_and_the_judges_reason(mixed, plan):
     events = evaluation_events(mixed, plan)
     result = next(r for r in mixed if r.key == "weak")

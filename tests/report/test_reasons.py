@@ -52,7 +52,8 @@ def test_the_text_report_gives_every_shortfall_its_reason_on_one_line(mixed):
         "    P2 [escalate-large-refunds] 0.00: Hand any refund above 200 EUR to a human agent "
         "instead of deciding it." in weak
     )
-    assert "judge: rate limited after 3 retries" in text  # the unscored cell's reason
+    # the unscored cell's failure, said once for the run
+    assert "\njudge failed on 1 question(s): rate limited after 3 retries" in text
     fine = text[text.index("fine") :].split("\n")[1]
     assert fine.startswith("NON-CANON")  # nothing listed under the canon artifact
 
@@ -61,10 +62,10 @@ def test_json_carries_every_reason_in_full(mixed, plan):
     document = results_document(mixed, plan)
     for record, result in zip(document["artifacts"], mixed, strict=True):
         for cell in result.cells:
-            assert record["questions"][cell.id].get("rationale") == cell.rationale
+            assert record["questions"][cell.id].get("reason") == cell.rationale
     weak = next(a for a in document["artifacts"] if a["key"] == "weak")
-    assert "\n" in weak["questions"]["P1"]["rationale"]  # in full, line breaks and all
-    assert weak["questions"]["P1"]["rationale"].endswith(" end")
+    assert "\n" in weak["questions"]["P1"]["reason"]  # in full, line breaks and all
+    assert weak["questions"]["P1"]["reason"].endswith(" end")
 
 
 def test_junit_failure_bodies_carry_the_reasons(mixed, plan):
@@ -91,7 +92,9 @@ def test_html_shows_each_reason_in_full_and_escaped(mixed, plan, hostile):
     assert page.count('<td class="reason">Reason for ') == sum(len(r.cells) for r in mixed) - 1
     assert unscored == 1
     assert "was judged" + " so" * 60 + " &lt;script&gt;window.canonPwned" in page
-    assert '<td class="reason">rate limited after 3 retries &lt;b&gt;' in page
+    # an unscored cell's failure is said once on its card, escaped, not in its table row
+    said = '<ul class="judge-failures"><li>judge failed on 1 question(s): rate limited after 3'
+    assert page.count(said) == 1 and "retries &lt;b&gt;&amp;&lt;/b&gt;" in page
 
 
 def test_html_folds_each_artifact_text_away_and_titles_the_page_by_the_suite(mixed, plan):
