@@ -306,7 +306,7 @@ def test_score_in_an_empty_directory_points_at_canon_init(tmp_path):
     result = invoke_in(tmp_path, "score")
     assert result.exit_code == 2
     line = one_error_line(result)
-    assert '"canon init"' in line and "no canon.yaml" in line
+    assert "canon init" in line and "no canon.yaml" in line
 
 
 def test_the_progress_line_never_says_canon_for_an_artifact_the_run_fails(project):

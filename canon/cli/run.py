@@ -201,11 +201,6 @@ def load_run(
     config = load_config(config_path)
     load_env_files(config.source.parent if config.source else config.base_dir)
     suite = suite_path or config.suite
-    if suite is None and config.source is None:
-        raise ConfigError(
-            "no canon.yaml (or [tool.canon] in pyproject.toml) here or above: run "
-            '"canon init" to scaffold a project, or pass --suite FILE'
-        )
     if suite is None:
         raise ConfigError("no suite to score: pass --suite FILE or set 'suite' in canon.yaml")
     roots = None if config.allow_outside_paths else config.project_roots
