@@ -319,7 +319,7 @@ class LiteLLMJudge:
             if self.api_key is None and self.api_base is None:
                 self._refuse_missing(missing_api_keys(litellm, self.model))
             supported = self.structured_output is True or (
-                self.structured_output == "auto" and supports_schema(litellm, self.model)
+                self.structured_output == "auto" and supports_schema(self.model)
             )
             self._structured = supported
         if self.constrain_answers:
