@@ -148,3 +148,48 @@ def test_the_window_warning_counts_tokens_through_litellm(
     assert isinstance(data, ContextOverflow) and notice.warning
     assert data.window == 128_000 and data.tokens > 128_000 and not data.approximate
     assert data.artifact == "essay"
+
+
+@pytest.mark.parametrize("transport", ["direct", "litellm"])
+@pytest.mark.parametrize(
+    ("fault", "cause", "status"),
+    [
+        ("429", FailureCause.RATE_LIMITED, 429),
+        ("503", FailureCause.OVERLOADED, 503),
+        ("500", FailureCause.SERVER_ERROR, 500),
+        ("drop", FailureCause.UNREACHABLE, None),
+        ("malformed", FailureCause.MALFORMED, None),
+    ],
+)
+def test_each_retried_failure_is_announced_with_its_cause(
+    make_judge: Any,
+    ask: Any,
+    fake_llm: Any,
+    questions: Any,
+    fault: str,
+    cause: FailureCause,
+    status: int | None,
+) -> None:
+    fake_llm.script(MISSION_Q, "ANSWER: yes", faults=[fault])
+    heard: list[Notice] = []
+    with listening(heard.append):
+        answer = asyncio.run(make_judge().answer(ask(questions["mission"])))
+    assert answer.distribution == {"yes": 1.0}
+    [notice] = heard
+    data = notice.data
+    assert isinstance(data, Backoff) and not notice.warning
+    assert (data.cause, data.status, data.attempt, data.attempts) == (cause, status, 1, 3)
+    assert data.model == "openai/fake-judge" and data.wait_s > 0
+
+
+def test_anthropics_529_is_an_overload_that_shrinks_the_limit() -> None:
+    from canon.judge.failures import classify_direct
+    from canon.judge.openai_http import EndpointError
+
+    failure = classify_direct(EndpointError(529, "Overloaded", 2.0), "openai/x", "sk")
+    assert (failure.kind, failure.cause, failure.status) == (
+        "transient",
+        FailureCause.OVERLOADED,
+        529,
+    )
+    assert failure.overload and failure.retry_after == 2.0
