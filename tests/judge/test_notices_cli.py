@@ -193,3 +193,20 @@ def test_anthropics_529_is_an_overload_that_shrinks_the_limit() -> None:
         529,
     )
     assert failure.overload and failure.retry_after == 2.0
+
+
+def test_a_listener_hears_the_judge_run_synchronously_inside_a_running_loop() -> None:
+    # run_sync hops to a helper thread when a loop is running (notebooks, pytest-asyncio)
+    from canon.judge.notices import backoff
+    from canon.judge.sync import run_sync
+
+    async def failing_call() -> None:
+        backoff("openai/x", FailureCause.TIMEOUT, None, 1.0, 1, 3)
+
+    async def caller() -> None:
+        run_sync(failing_call())
+
+    heard: list[Notice] = []
+    with listening(heard.append):
+        asyncio.run(caller())
+    assert [n.kind for n in heard] == [NoticeKind.BACKOFF]
