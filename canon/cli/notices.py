@@ -3,9 +3,13 @@
 Every command runs inside ``listening(print_notice)`` (canon.cli), so any command that asks a
 judge says when it backs off and why. ``--quiet`` silences the backoff lines, which are
 progress; a warning (a request longer than the judge model reads) is printed regardless.
+In a rate-limit storm many calls back off at once: one backoff line a second at most is
+printed, and the next says how many it stands for.
 """
 
 from __future__ import annotations
+
+import time
 
 import click
 
@@ -20,10 +24,33 @@ def render(notice: Notice) -> str:
     return _overflow(data)
 
 
+# Backoff lines at most this often; the ones between are counted into the next line.
+BACKOFF_LINE_SECONDS = 1.0
+
+
+class _Pace:
+    """When the last backoff line went out, and how many backoffs were not printed since."""
+
+    last = float("-inf")
+    skipped = 0
+
+
 def print_notice(notice: Notice) -> None:
     """Print ``notice`` to stderr, unless it is progress and the command runs ``--quiet``."""
-    if notice.warning or not _quiet():
+    if notice.warning:
         click.echo(render(notice), err=True)
+        return
+    if _quiet():
+        return
+    now = time.monotonic()
+    if now - _Pace.last < BACKOFF_LINE_SECONDS:
+        _Pace.skipped += 1
+        return
+    line = render(notice)
+    if _Pace.skipped:
+        line += f" ({_Pace.skipped} more call(s) backed off since the last line)"
+    _Pace.last, _Pace.skipped = now, 0
+    click.echo(line, err=True)
 
 
 def _backoff(data: Backoff) -> str:

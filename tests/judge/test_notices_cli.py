@@ -210,3 +210,27 @@ def test_a_listener_hears_the_judge_run_synchronously_inside_a_running_loop() ->
     with listening(heard.append):
         asyncio.run(caller())
     assert [n.kind for n in heard] == [NoticeKind.BACKOFF]
+
+
+def test_a_storm_of_backoffs_prints_one_line_a_second_with_a_count(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from canon.cli import notices as cli_notices
+
+    clock = [1000.0]
+    monkeypatch.setattr(cli_notices.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(cli_notices._Pace, "last", float("-inf"))
+    monkeypatch.setattr(cli_notices._Pace, "skipped", 0)
+    storm = Notice(
+        NoticeKind.BACKOFF, Backoff("openai/x", FailureCause.RATE_LIMITED, 429, 2.0, 1, 3)
+    )
+    for _ in range(40):  # forty calls back off within the same second
+        cli_notices.print_notice(storm)
+    clock[0] += 1.5
+    cli_notices.print_notice(storm)
+    lines = capsys.readouterr().err.splitlines()
+    assert lines == [
+        "canon: judge openai/x: rate limited (HTTP 429); waiting 2.0 s before attempt 2 of 3",
+        "canon: judge openai/x: rate limited (HTTP 429); waiting 2.0 s before attempt 2 of 3 "
+        "(39 more call(s) backed off since the last line)",
+    ]
