@@ -24,9 +24,15 @@ from canon.core.baseline import SETTLED_FORMAT, Baseline, recorded_question
 from canon.core.scoring import Answer, ArtifactResult
 from canon.core.usage import UNKNOWN, Usage, UsageSummary, format_cost, summarize
 from canon.errors import BudgetExceededError, ConfigError
+from canon.judge import notices
 from canon.judge.base import Judge, JudgeRequest, request_prompt
 from canon.judge.cache import CachingJudge, answer_key
-from canon.judge.usage import ESTIMATED_COMPLETION_TOKENS, count_prompt_tokens, price_of
+from canon.judge.usage import (
+    ESTIMATED_COMPLETION_TOKENS,
+    context_window,
+    count_prompt_tokens,
+    price_of,
+)
 
 if TYPE_CHECKING:
     from canon.judge.litellm_judge import LiteLLMJudge
@@ -411,7 +417,16 @@ def estimate_requests(
     for judge, request in paid:
         by_judge.setdefault(id(judge), (judge, []))[1].append(request)
     for judge, asked in by_judge.values():
-        prompt = sum(count_prompt_tokens(litellm, judge.model, call_messages(r)) for r in asked)
+        window = context_window(judge.model)
+        prompt = 0
+        oversized: set[str] = set()
+        for request in asked:
+            tokens = count_prompt_tokens(litellm, judge.model, call_messages(request))
+            prompt += tokens
+            key = request.artifact.key
+            if window is not None and tokens > window and key not in oversized:
+                oversized.add(key)  # said once per artifact, as the online path says it
+                notices.context_overflow(judge.model, tokens, window, key)
         completion = len(asked) * judge.samples * completion_guess(judge)
         price = price_of(litellm, judge.model, prompt, completion, batch=batch)
         prompt_tokens += prompt

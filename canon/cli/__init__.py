@@ -19,8 +19,10 @@ from canon.cli.common import (
     report_internal_error,
     require_stdout,
 )
+from canon.cli.notices import print_notice
 from canon.cli.output import protect_stdout
 from canon.errors import CanonError, ExitCode
+from canon.judge.notices import listening
 
 # name -> "module:attribute"; loaded only when the subcommand runs, so `canon --help`
 # stays fast and never pulls in litellm or scipy.
@@ -70,7 +72,8 @@ class _LazyGroup(click.Group):
         protect_stdout()  # `canon check | head` must not lose the reports or exit 5
         try:
             require_stdout()  # every command reports on stdout; a closed one loses the result
-            return super().invoke(ctx)
+            with listening(print_notice):  # the judge's backoffs and warnings, on stderr
+                return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.exceptions.Abort):
             raise
         except CanonError as exc:

@@ -138,14 +138,19 @@ class AdaptiveLimiter:
             self._hold_until = max(self._hold_until, time.monotonic() + retry_after)
         self._shrink(started)
 
-    def failed(self, outage_window: float) -> None:
-        """A call failed in a way an outage would (timeout, refused connection, 5xx)."""
+    def failed(self, outage_window: float, detail: str | None = None) -> None:
+        """A call failed in a way an outage would (timeout, refused connection, 5xx).
+
+        ``detail`` says how (``timed out: no reply within 30 s``); the last one is named
+        when the breaker trips.
+        """
         self._failures += 1
         since = time.monotonic() - (self._last_success or time.monotonic())
         if self._failures >= TRIP_FAILURES and since >= outage_window:
+            last = f" (the last: {detail})" if detail else ""
             self.trip(
-                f"the judge failed {self._failures} calls in a row and answered none for "
-                f"{since:.0f} s"
+                f"the judge failed {self._failures} calls in a row{last} and answered none "
+                f"for {since:.0f} s"
             )
 
     def trip(self, reason: str) -> None:

@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from canon.errors import JudgeCredentialError, JudgeRejectedError
+from canon.errors import JudgeCredentialError, JudgeRejectedError, JudgeUnavailableError
 from canon.judge.litellm_module import (
     JudgeSetupError,
     connection_error,
@@ -21,12 +21,21 @@ from canon.judge.litellm_module import (
     missing_keys,
     provider_error,
 )
+from canon.judge.notices import FailureCause
 
 FailureKind = Literal["transient", "malformed", "unparseable", "refused"]
 
 # litellm prefixes messages with its class names ("litellm.RateLimitError: RateLimitError:
 # OpenAIException - slow down"); the reader needs only the provider's words.
 _LITELLM_PREFIX = re.compile(r"^(?:litellm\.\w+:\s*)?(?:\w+:\s*)?(?:\w*Exception\s*-\s*)?")
+
+
+# An endpoint answering these wants fewer calls (529: Anthropic's "overloaded").
+_OVERLOAD_STATUSES = (429, 503, 529)
+
+
+class JudgeTimeoutError(JudgeUnavailableError):
+    """The judge stayed unavailable because its calls timed out (no reply within the timeout)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,20 +45,53 @@ class Failure:
     kind: FailureKind
     detail: str
     retry_after: float | None = None
-    overload: bool = False  # a 429, 503 or timeout: the endpoint wants fewer calls
+    overload: bool = False  # a 429, 503, 529 or timeout: the endpoint wants fewer calls
+    cause: FailureCause | None = None  # why a transient or malformed attempt failed
+    status: int | None = None  # the HTTP status, when the endpoint answered
+
+
+def timed_out(timeout: float) -> Failure:
+    """The failure of a call that got no reply within ``timeout`` seconds."""
+    return Failure(
+        "transient",
+        f"timed out: no reply within {timeout:g} s",
+        overload=True,
+        cause=FailureCause.TIMEOUT,
+    )
+
+
+def _transient(detail: str, status: int | None, retry_after: float | None) -> Failure:
+    """A failure a retry may fix, by the endpoint's status (None: no answer came)."""
+    if status is None:
+        cause = FailureCause.UNREACHABLE
+    elif status == 429:
+        cause = FailureCause.RATE_LIMITED
+    elif status in _OVERLOAD_STATUSES:
+        cause = FailureCause.OVERLOADED
+    else:
+        cause = FailureCause.SERVER_ERROR
+    return Failure("transient", detail, retry_after, status in _OVERLOAD_STATUSES, cause, status)
+
+
+def _malformed(detail: str) -> Failure:
+    return Failure(
+        "malformed",
+        f"the provider sent a malformed reply ({detail})",
+        cause=FailureCause.MALFORMED,
+    )
 
 
 def classify_litellm(exc: Exception, model: str, api_key: str | None, timeout: float) -> Failure:
     """Sort one failed litellm call: return what a retry may fix, raise what it cannot."""
     litellm = load_litellm()
     if isinstance(exc, litellm.Timeout):
-        return Failure("transient", f"no reply within {timeout:g} s", overload=True)
+        return timed_out(timeout)
     if not isinstance(exc, provider_error()):
         raise exc  # a bug, not a provider failure: let it surface with its traceback
     status = getattr(exc, "status_code", None)
     detail = _describe(exc, status)
     if _caused_by(exc, json.JSONDecodeError):
-        return Failure("malformed", f"the provider sent a malformed reply ({detail})")
+        return _malformed(detail)
     if status in (401, 403) or isinstance(
         exc, litellm.AuthenticationError | litellm.PermissionDeniedError
     ):
@@ -59,10 +101,12 @@ def classify_litellm(exc: Exception, model: str, api_key: str | None, timeout: f
     if "missing credentials" in detail.lower() or "api_key client option" in detail:
         # The SDK refuses to send without a key: a missing credential, not an outage.
         raise _refused(model, detail, _key_advice(litellm, model, api_key)) from exc
+    if _caused_by(exc, connection_error()):  # litellm reports it as a 500
+        return _transient(detail, None, _retry_after(exc))
     if status in (408, 409, 429) or (isinstance(status, int) and status >= 500):
-        return Failure("transient", detail, _retry_after(exc), status in (429, 503))
+        return _transient(detail, status, _retry_after(exc))
     if isinstance(exc, litellm.APIConnectionError):
-        return Failure("transient", detail, _retry_after(exc))
+        return _transient(detail, None, _retry_after(exc))
     # 400/422 and the like: this request cannot succeed as sent, and a retry (or CI's
     # retry of exit 3) would only repeat it; the run stops with the provider's words.
     raise rejected(model, detail) from exc
@@ -73,9 +117,9 @@ def classify_direct(exc: Exception, model: str, api_key: str | None) -> Failure:
     from canon.judge.openai_http import EndpointError, EndpointUnreachable, MalformedReply
 
     if isinstance(exc, EndpointUnreachable):
-        return Failure("transient", f"could not reach the provider ({exc})")
+        return _transient(f"could not reach the provider ({exc})", None, None)
     if isinstance(exc, MalformedReply):
-        return Failure("malformed", f"the provider sent a malformed reply ({exc})")
+        return _malformed(str(exc))
     if not isinstance(exc, EndpointError):
         raise exc  # a bug: let it surface with its traceback
     detail = str(exc)
@@ -89,7 +133,7 @@ def classify_direct(exc: Exception, model: str, api_key: str | None) -> Failure:
     if exc.status == 404:
         raise not_found(model, detail) from exc
     if exc.status in (408, 409, 429) or exc.status >= 500:
-        return Failure("transient", detail, exc.retry_after, exc.status in (429, 503))
+        return _transient(detail, exc.status, exc.retry_after)
     raise rejected(model, detail) from exc
 
 

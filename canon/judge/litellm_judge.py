@@ -42,13 +42,16 @@ from canon.errors import (
     JudgeUnavailableError,
     UsageError,
 )
+from canon.judge import notices
 from canon.judge.base import JudgeRequest, request_prompt
 from canon.judge.concurrency import AdaptiveLimiter, current_limiter
 from canon.judge.failures import (
     Failure,
+    JudgeTimeoutError,
     classify_direct,
     classify_litellm,
     refuses_schema,
+    timed_out,
 )
 from canon.judge.litellm_module import (
     JudgeSetupError,
@@ -67,6 +70,8 @@ from canon.judge.request_body import request_body
 from canon.judge.usage import (
     SpendGuard,
     attach_usage,
+    context_window,
+    count_prompt_tokens,
     note_raw_response,
     note_response,
     open_meter,
@@ -159,6 +164,7 @@ class LiteLLMJudge:
         # Set by a budget (canon.check.spend.BudgetJudge): asked before every request.
         self.spend_guard: SpendGuard | None = None
         self._unreadable = 0  # questions that used up their attempts on unreadable replies
+        self._sized: set[str] = set()  # artifacts whose length was held against the window
 
     @property
     def name(self) -> str:
@@ -213,16 +219,20 @@ class LiteLLMJudge:
                 if failure.kind == "transient" and limiter is not None:
                     if failure.overload:
                         limiter.overloaded(started, failure.retry_after)
-                    limiter.failed(outage_window=2.0 * self.timeout)
+                    limiter.failed(2.0 * self.timeout, failure.detail)
             else:
                 if limiter is not None:
                     limiter.succeeded(started, self.timeout)
                 if self._outage:  # the provider answers again: back to the full budget
                     self._outage, budget = False, self.max_attempts
                 if not completion.replies:
-                    failure = Failure("malformed", "the endpoint's reply held no choices")
+                    failure = Failure(
+                        "malformed",
+                        "the endpoint's reply held no choices",
+                        cause=notices.FailureCause.MALFORMED,
+                    )
                     if attempt < budget:
-                        await self._back_off(attempt, None, limiter)
+                        await self._back_off(attempt, budget, failure, limiter)
                     continue
                 tallied = self.read_completion(question, completion)
                 if isinstance(tallied, Answer):
@@ -232,16 +242,18 @@ class LiteLLMJudge:
                 if failure.kind == "refused":  # the model's own decision: a retry repeats it
                     break
             if attempt < budget:
-                await self._back_off(attempt, failure.retry_after, limiter)
+                await self._back_off(attempt, budget, failure, limiter)
         error = self._gave_up(failure, budget)
         if isinstance(error, JudgeError):
             error.usage = total(meter)  # an unscored question still counts the calls it made
         raise error
 
     async def _back_off(
-        self, attempt: int, retry_after: float | None, limiter: AdaptiveLimiter | None
+        self, attempt: int, budget: int, failure: Failure, limiter: AdaptiveLimiter | None
     ) -> None:
-        delay = self._delay(attempt, retry_after)
+        delay = self._delay(attempt, failure.retry_after)
+        if failure.cause is not None:  # the endpoint failed (not an unreadable answer): say so
+            notices.backoff(self.model, failure.cause, failure.status, delay, attempt, budget)
         if limiter is not None:
             await limiter.pause(delay)  # a slot is not held while backing off
         else:
@@ -254,6 +266,12 @@ class LiteLLMJudge:
             return JudgeRefusedError(f"judge {self.model}: {failure.detail}")
         if failure.kind == "transient":
             self._outage = True
+            if failure.cause is notices.FailureCause.TIMEOUT:
+                return JudgeTimeoutError(
+                    f"judge {self.model} timed out {attempts}: no reply within "
+                    f"{self.timeout:g} s; raise judge_options: timeout if the model is slow, or "
+                    "check the network and the provider's status, then run again"
+                )
             return JudgeUnavailableError(
                 f"judge {self.model} is unavailable {attempts}: {failure.detail}; check the "
                 "network and the provider's status, then run again (CI may simply retry)"
@@ -299,7 +317,7 @@ class LiteLLMJudge:
             if self.api_key is None and self.api_base is None:
                 self._refuse_missing(missing_api_keys(litellm, self.model))
             supported = self.structured_output is True or (
-                self.structured_output == "auto" and supports_schema(litellm, self.model)
+                self.structured_output == "auto" and supports_schema(self.model)
             )
             self._structured = supported
         if self.constrain_answers:
@@ -320,6 +338,7 @@ class LiteLLMJudge:
         run would."""
         self._prepare()
         messages = request_prompt(request).as_messages()
+        self._check_length(request, messages)  # once per artifact, however it is sent
         if self._direct is None:  # OpenAI-compatible endpoints cache without markers
             messages = mark_shared_prefix(
                 load_litellm(), self.model, messages, request.prefix_shares
@@ -431,7 +450,7 @@ class LiteLLMJudge:
     def _classify(self, exc: Exception) -> Failure:
         """Sort one failed call; a refused credential stays refused for the rest of the run."""
         if isinstance(exc, TimeoutError):  # asyncio's, and the direct transport's
-            return Failure("transient", f"no reply within {self.timeout:g} s", overload=True)
+            return timed_out(self.timeout)
         try:
             if self._direct is not None:
                 return classify_direct(exc, self.model, self.api_key)
@@ -439,6 +458,26 @@ class LiteLLMJudge:
         except JudgeCredentialError as refused:
             self._refusal = str(refused)
             raise
+
+    def _check_length(self, request: JudgeRequest, messages: list[dict[str, str]]) -> None:
+        """Warn, once per artifact, when its request is longer than the model's window."""
+        key = request.artifact.key
+        if key in self._sized:
+            return
+        self._sized.add(key)
+        window = context_window(self.model)
+        if window is None:
+            return
+        size = sum(len(m["content"].encode("utf-8")) for m in messages)
+        if size <= window:  # a token spans at least one byte: this request fits
+            return
+        if self._direct is None:  # litellm is loaded: count with the model's tokenizer
+            tokens = count_prompt_tokens(load_litellm(), self.model, messages)
+            approximate = False
+        else:  # the direct path does not load litellm: about 4 bytes a token
+            tokens, approximate = size // 4, True
+        if tokens > window:
+            notices.context_overflow(self.model, tokens, window, key, approximate)
 
     def _delay(self, attempt: int, retry_after: float | None) -> float:
         delay = self.backoff * 2.0 ** (attempt - 1) * (1.0 + 0.25 * random.random())

@@ -2,12 +2,20 @@
 
 litellm is imported on the first question, not on import, because it takes seconds to load
 and ``canon --help`` or a MockJudge run must not pay for it.
+
+What litellm knows about a model (its provider, whether it can be priced, whether it takes a
+JSON schema) is asked once per model and kept (``model_facts``): litellm's lookups cost
+milliseconds each, and a run at width asks thousands of questions of one model. (Prices and
+context windows for the direct path, which never imports litellm, are read from the table
+litellm ships: canon.judge.usage.)
 """
 
 from __future__ import annotations
 
+import functools
 import importlib
 import os
+from dataclasses import dataclass
 from typing import Any
 
 from canon.errors import ConfigError
@@ -21,13 +29,24 @@ class JudgeSetupError(ConfigError):
 
 _litellm_module: Any = None
 
+# Set before litellm is imported: it reads them at import and on the first call. Each keeps
+# litellm from fetching a file of its own choosing from the internet at run time: the price
+# list, and (for anthropic: judges) the beta-headers config it otherwise downloads on every
+# run. LITELLM_OFFLINE_MODE covers what newer releases fetch (tokenizers, blog posts).
+# ``setdefault``: a user who wants litellm's live files can still set them to False.
+OFFLINE_SWITCHES = (
+    "LITELLM_LOCAL_MODEL_COST_MAP",
+    "LITELLM_LOCAL_ANTHROPIC_BETA_HEADERS",
+    "LITELLM_OFFLINE_MODE",
+)
+
 
 def load_litellm() -> Any:
     """Import litellm once, offline-safe and quiet; explain how to install it if missing."""
     global _litellm_module
     if _litellm_module is None:
-        # Without this, importing litellm tries to download a price list from the internet.
-        os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+        for switch in OFFLINE_SWITCHES:
+            os.environ.setdefault(switch, "True")
         try:
             module: Any = importlib.import_module("litellm")
         except ImportError as exc:
@@ -49,11 +68,41 @@ def provider_error() -> type[BaseException]:
     return base
 
 
-def supports_schema(litellm: Any, model: str) -> bool:
+@dataclass(frozen=True, slots=True)
+class ModelFacts:
+    """What litellm's tables say about one model, looked up once."""
+
+    provider: str | None  # litellm's provider name (``anthropic``), None when unknown
+    priced: bool  # the price table has the model's per-token prices
+    supports_schema: bool  # it takes ``response_format`` with a JSON schema
+
+
+@functools.lru_cache(maxsize=64)
+def model_facts(model: str) -> ModelFacts:
+    """litellm's answers about ``model``, asked on the first call and kept for the process."""
+    litellm = load_litellm()
     try:
-        return bool(litellm.supports_response_schema(model=model))
+        provider: str | None = str(litellm.get_llm_provider(model=model)[1])
+    except Exception:  # an unknown provider: refused elsewhere (LiteLLMJudge._check_provider)
+        provider = None
+    try:
+        info = dict(litellm.get_model_info(model=model) or {})
+    except Exception:  # litellm raises a plain Exception for an unmapped model
+        info = {}
+    try:
+        schema = bool(litellm.supports_response_schema(model=model))
     except Exception:  # unknown to litellm's model list: ask in text
-        return False
+        schema = False
+    return ModelFacts(
+        provider=provider,
+        priced=info.get("input_cost_per_token") is not None,
+        supports_schema=schema,
+    )
+
+
+def supports_schema(model: str) -> bool:
+    """Whether ``model`` takes a JSON schema as its ``response_format`` (looked up once)."""
+    return model_facts(model).supports_schema
 
 
 def missing_api_keys(litellm: Any, model: str) -> list[str]:

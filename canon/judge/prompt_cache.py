@@ -15,13 +15,13 @@ from collections.abc import Iterable
 from typing import Any
 
 from canon.core.rubric import Question
+from canon.judge.litellm_module import model_facts
 
 # Anthropic's smallest cacheable prompt, in tokens; Haiku models need more.
 ANTHROPIC_MIN_TOKENS = 1024
 ANTHROPIC_HAIKU_MIN_TOKENS = 2048
 _SUFFIX_START = "\n\nQUESTION\n"  # where render_prompt's per-question part begins
 _MARKER_PROVIDERS = frozenset({"anthropic"})
-_minimums: dict[str, int | None] = {}
 
 
 def prefix_shares(questions: Iterable[Question]) -> dict[str, int]:
@@ -35,19 +35,11 @@ def prefix_shares(questions: Iterable[Question]) -> dict[str, int]:
     return {q.id: groups[tuple(c.label for c in q.choices)] for q in questions}
 
 
-def minimum_cacheable_tokens(litellm: Any, model: str) -> int | None:
+def minimum_cacheable_tokens(model: str) -> int | None:
     """The provider's minimum cacheable prefix, or None when it needs no marker."""
-    if model not in _minimums:  # asked once per call: litellm's lookup is not free
-        try:
-            provider = litellm.get_llm_provider(model=model)[1]
-        except Exception:
-            provider = None
-        minimum = None
-        if provider in _MARKER_PROVIDERS:
-            haiku = "haiku" in model.lower()
-            minimum = ANTHROPIC_HAIKU_MIN_TOKENS if haiku else ANTHROPIC_MIN_TOKENS
-        _minimums[model] = minimum
-    return _minimums[model]
+    if model_facts(model).provider not in _MARKER_PROVIDERS:  # litellm is asked once per model
+        return None
+    return ANTHROPIC_HAIKU_MIN_TOKENS if "haiku" in model.lower() else ANTHROPIC_MIN_TOKENS
 
 
 def mark_shared_prefix(
@@ -58,7 +50,7 @@ def mark_shared_prefix(
     Returned unchanged for a provider that caches without markers, a prefix no other
     request in the run will read (``shares`` < 2), or one below the provider's minimum.
     """
-    minimum = minimum_cacheable_tokens(litellm, model) if shares > 1 else None
+    minimum = minimum_cacheable_tokens(model) if shares > 1 else None
     if minimum is None or len(messages) != 2:
         return messages
     system, user = messages

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import threading
 from collections.abc import Coroutine
 from typing import Any, TypeVar
@@ -15,7 +16,8 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
 
     With no loop running (plain pytest) this is ``asyncio.run``. Inside a running loop
     (pytest-asyncio, notebooks) the coroutine runs on a fresh loop in a helper thread,
-    because a running loop cannot be re-entered.
+    because a running loop cannot be re-entered; the thread runs in a copy of the caller's
+    context, so a notice listener (canon.judge.notices) installed by the caller still hears.
     """
     try:
         asyncio.get_running_loop()
@@ -29,7 +31,8 @@ def run_sync(coroutine: Coroutine[Any, Any, T]) -> T:
         except BaseException as exc:  # re-raised in the caller's thread below
             outcome["error"] = exc
 
-    thread = threading.Thread(target=target, name="canon-run-sync")
+    context = contextvars.copy_context()
+    thread = threading.Thread(target=context.run, args=(target,), name="canon-run-sync")
     thread.start()
     thread.join()
     if "error" in outcome:

@@ -22,12 +22,12 @@ from typing import Any, Protocol
 
 from canon.core.scoring import Answer
 from canon.core.usage import Usage, total
+from canon.judge.litellm_module import model_facts
 
 # A completion's length is not known before the call; a judge reply is a short reason and
 # one ANSWER line. Estimates use this unless max_tokens caps the reply lower.
 ESTIMATED_COMPLETION_TOKENS = 60
 
-_priced: dict[str, bool] = {}
 _meter: contextvars.ContextVar[list[Usage] | None] = contextvars.ContextVar(
     "canon_usage_meter", default=None
 )
@@ -86,9 +86,8 @@ def note_raw_response(model: str, body: Mapping[str, Any]) -> Usage:
 
 def table_price(model: str, prompt: int, completion: int, cached: int = 0) -> float | None:
     """What litellm's bundled price table charges for these tokens; None when unpriced."""
-    prices = _bundled_prices()
-    entry = prices.get(model) or prices.get(model.split("/", 1)[-1])
-    if not isinstance(entry, Mapping):
+    entry = _table_entry(model)
+    if entry is None:
         return None
     rate_in = entry.get("input_cost_per_token")
     rate_out = entry.get("output_cost_per_token")
@@ -99,6 +98,25 @@ def table_price(model: str, prompt: int, completion: int, cached: int = 0) -> fl
         rate_cached = rate_in
     cached = min(cached, prompt)
     return float((prompt - cached) * rate_in + cached * rate_cached + completion * rate_out)
+
+
+@functools.lru_cache(maxsize=64)
+def context_window(model: str) -> int | None:
+    """The most input tokens ``model`` reads, from litellm's bundled table; None when unknown.
+
+    Looked up once per model, without importing litellm (the direct path does not load it).
+    ``max_input_tokens`` only: the table's ``max_tokens`` is the reply's limit for many models.
+    """
+    entry = _table_entry(model)
+    window = entry.get("max_input_tokens") if entry is not None else None
+    valid = isinstance(window, int) and not isinstance(window, bool) and window > 0
+    return window if valid else None
+
+
+def _table_entry(model: str) -> Mapping[str, Any] | None:
+    prices = _bundled_prices()
+    entry = prices.get(model) or prices.get(model.split("/", 1)[-1])
+    return entry if isinstance(entry, Mapping) else None
 
 
 @functools.lru_cache(maxsize=1)
@@ -137,15 +155,9 @@ def response_usage(litellm: Any, model: str, response: Any, *, batch: bool = Fal
     )
 
 
-def priced(litellm: Any, model: str) -> bool:
+def priced(model: str) -> bool:
     """Whether litellm's price table knows ``model`` (looked up once per model)."""
-    if model not in _priced:
-        try:
-            info = litellm.get_model_info(model=model)
-        except Exception:  # litellm raises a plain Exception for an unmapped model
-            info = {}
-        _priced[model] = info.get("input_cost_per_token") is not None
-    return _priced[model]
+    return model_facts(model).priced
 
 
 def price_of(
@@ -158,7 +170,7 @@ def price_of(
     cached_tokens: int = 0,
 ) -> float | None:
     """What litellm's price table charges for these tokens, or None when it cannot say."""
-    if not priced(litellm, model):
+    if not priced(model):
         return None
     try:
         if batch:
@@ -198,13 +210,17 @@ def _cost(
     batch: bool,
     cached: int = 0,
 ) -> float | None:
-    if not priced(litellm, model):
+    if not priced(model):
         return None
     if batch or not hasattr(response, "choices") or isinstance(response, Mapping):
         # a raw body (the direct path, a batch result): the price table, cached tokens apart
         return price_of(litellm, model, prompt, completion, batch=batch, cached_tokens=cached)
+    # litellm's own accounting (it knows cached-token discounts and per-provider rules) has
+    # already priced the completion on its way back: read it rather than price it twice.
+    stamped = _get(_get(response, "_hidden_params"), "response_cost")
+    if isinstance(stamped, int | float) and not isinstance(stamped, bool):
+        return float(stamped)
     try:
-        # litellm's own accounting: it knows cached-token discounts and per-provider rules
         return float(litellm.completion_cost(completion_response=response, model=model))
     except Exception:
         return None

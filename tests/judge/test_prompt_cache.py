@@ -61,9 +61,9 @@ def test_providers_that_cache_on_their_own_get_no_marker(constitution):
     litellm = load_litellm()
     messages = _messages(constitution, "The customer wrote at length. " * 400)
     assert mark_shared_prefix(litellm, "openai/gpt-4o-mini", messages, 9) == messages
-    assert minimum_cacheable_tokens(litellm, "openai/gpt-4o-mini") is None
+    assert minimum_cacheable_tokens("openai/gpt-4o-mini") is None
     haiku = "anthropic/claude-3-5-haiku-20241022"
-    assert minimum_cacheable_tokens(litellm, haiku) == ANTHROPIC_HAIKU_MIN_TOKENS
+    assert minimum_cacheable_tokens(haiku) == ANTHROPIC_HAIKU_MIN_TOKENS
 
 
 def test_an_openai_endpoint_gets_plain_messages_and_the_answer_carries_usage(
