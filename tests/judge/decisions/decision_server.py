@@ -194,7 +194,7 @@ def running(state: DecisionServer | None = None) -> Iterator[DecisionServer]:
     handler = type("Handler", (_Handler,), {"state": state})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
     thread.start()
     state.url = f"http://127.0.0.1:{server.server_address[1]}"
     try:
