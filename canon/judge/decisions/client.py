@@ -49,6 +49,8 @@ from canon.judge.openai_http import DirectOpenAI, EndpointUnreachable, Malformed
 _OVERLOAD = (429, 503, 529)
 _RETRY = (408, 409)
 _MESSAGE_LIMIT = 300
+# A root ending in one of these already names the endpoint: it is used as given.
+_ENDPOINTS = ("/systemone", "/decisions")
 
 
 class Endpoint(DirectOpenAI):
@@ -99,7 +101,7 @@ class DecisionClient:
         if not key and given_root is None:
             # The hosted API always wants a key; a server of one's own may not.
             raise self._credential_error("no key is set")
-        self.url = (given_root or self.wire.default_root).rstrip("/") + self.wire.path
+        self.url = endpoint_url(given_root or self.wire.default_root, self.wire.path)
         self._endpoint = Endpoint(self.url, key or None, self.timeout)
 
     @property
@@ -214,6 +216,13 @@ class DecisionClient:
         delay = min(self.backoff * 2.0 ** (attempt - 1), self.max_backoff)
         delay *= 1.0 + 0.25 * random.random()
         return max(delay, after) if after is not None else delay
+
+
+def endpoint_url(root: str, path: str) -> str:
+    """The URL a call goes to: the API root with the wire's path appended, or the root as
+    given when it already names an endpoint (OpenRouter's ``…/api/alpha/decisions``)."""
+    root = root.rstrip("/")
+    return root if root.endswith(_ENDPOINTS) else root + path
 
 
 def retry_after(headers: Mapping[str, str]) -> float | None:

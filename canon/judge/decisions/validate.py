@@ -22,6 +22,7 @@ from typing import Any
 
 from canon.core.scoring import Answer
 from canon.core.usage import Usage
+from canon.errors import JudgeError, JudgeRefusedError
 from canon.judge.decisions.asking import AskedQuestion
 
 # The least tolerance on a distribution's sum: hosted answers are rounded to two decimals,
@@ -49,6 +50,13 @@ class AnswerProblem:
 
     kind: ProblemKind
     detail: str
+
+    def as_error(self, judge: str) -> JudgeError:
+        """The error a per-question judge raises for this outcome, so a caller files it as
+        it files theirs: a refusal is ``JudgeRefusedError`` (a refused cell), any other
+        problem a ``JudgeError`` (an unscored cell)."""
+        kind = JudgeRefusedError if self.kind is ProblemKind.REFUSED else JudgeError
+        return kind(f"judge {judge}: {self.detail} ({self.kind.value})")
 
 
 Outcome = Answer | AnswerProblem

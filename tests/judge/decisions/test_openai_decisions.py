@@ -307,3 +307,15 @@ def test_an_unknown_wire_or_empty_model_is_a_usage_error() -> None:
         DecisionClient("jev", "jev-1.13.0", root="http://127.0.0.1:1")
     with pytest.raises(Exception, match="needs a model name"):
         DecisionClient("typesafe", " ", root="http://127.0.0.1:1")
+
+
+@pytest.mark.parametrize("wire", sorted(WIRES))
+def test_a_root_that_names_the_endpoint_is_used_as_given(
+    wire: str, server: Any, state: dict[str, Any], asked: tuple[AskedQuestion, ...]
+) -> None:
+    """OpenRouter's System One endpoint is ``…/api/alpha/decisions``: no path to append."""
+    model, _, _, _ = WIRES[wire]
+    path = "/v1/decisions" if wire == "openai-decisions" else "/v1/systemone"
+    client = fast(wire, model, server.url + path + "/")
+    assert client.url == server.url + path
+    assert not decide(client, state, asked).problems()

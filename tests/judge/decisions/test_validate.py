@@ -9,6 +9,7 @@ import pytest
 
 from canon.core.rubric import Choice, Question
 from canon.core.scoring import Answer
+from canon.errors import JudgeError, JudgeRefusedError
 from canon.judge.decisions.asking import asked_questions
 from canon.judge.decisions.validate import (
     AnswerProblem,
@@ -106,3 +107,14 @@ def test_an_envelope_without_model_or_whole_token_counts_is_unreadable(
 ) -> None:
     with pytest.raises(Unreadable):
         envelope(data)
+
+
+def test_a_problem_is_filed_as_a_per_question_judge_files_its_failure() -> None:
+    refused = AnswerProblem(ProblemKind.REFUSED, "the server refused to answer 'G~w0'")
+    error = refused.as_error("openai-decisions:gpt-6-luna")
+    assert type(error) is JudgeRefusedError
+    assert str(error) == (
+        "judge openai-decisions:gpt-6-luna: the server refused to answer 'G~w0' (refused)"
+    )
+    unscored = AnswerProblem(ProblemKind.SUM, "the probabilities sum to 1.2, not 1")
+    assert type(unscored.as_error("typesafe:jev-1.13.0")) is JudgeError
