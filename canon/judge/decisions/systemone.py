@@ -20,6 +20,7 @@ from canon.judge.decisions.validate import (
     check_choice,
     envelope,
     missing,
+    repeated,
     unasked,
 )
 
@@ -53,7 +54,13 @@ def read(data: Mapping[str, Any], asked: Sequence[AskedQuestion]) -> WireReply:
     extra = [key for key in answers if key not in ids]
     if extra:
         return WireReply(model, unasked(extra, asked), input_tokens, output_tokens)
-    outcomes = {item.id: _outcome(item, answers.get(item.id)) for item in asked}
+    twice = repeated(answers)
+    outcomes = {
+        item.id: AnswerProblem(ProblemKind.EXTRA, f"more than one answer for {item.id!r}")
+        if item.id in twice
+        else _outcome(item, answers.get(item.id))
+        for item in asked
+    }
     return WireReply(model, outcomes, input_tokens, output_tokens)
 
 
@@ -65,5 +72,9 @@ def _outcome(item: AskedQuestion, answer: object) -> Outcome:
     probabilities = answer.get("probabilities")
     if answer.get("type") == "choice" and not isinstance(probabilities, Mapping):
         return AnswerProblem(ProblemKind.MALFORMED, "the answer has no 'probabilities' object")
+    if repeated(probabilities):
+        return AnswerProblem(
+            ProblemKind.KEYS, f"probabilities repeat {sorted(repeated(probabilities))!r}"
+        )
     pairs = list(probabilities.items()) if isinstance(probabilities, Mapping) else []
     return check_choice(item, answer, pairs, ROUNDING)

@@ -94,10 +94,32 @@ class DecisionResult:
         return {key: o for key, o in self.outcomes.items() if isinstance(o, AnswerProblem)}
 
 
+class Pairs(dict[str, Any]):
+    """A JSON object that remembers the keys it gave more than once (JSON allows it; a
+    plain dict would keep the last silently)."""
+
+    repeated: frozenset[str] = frozenset()
+
+
+def _object(pairs: list[tuple[str, Any]]) -> Pairs:
+    found = Pairs(pairs)
+    if len(found) != len(pairs):
+        keys = [key for key, _ in pairs]
+        found.repeated = frozenset(key for key in keys if keys.count(key) > 1)
+    return found
+
+
+def repeated(value: object) -> frozenset[str]:
+    """The keys a parsed JSON object gave more than once."""
+    return value.repeated if isinstance(value, Pairs) else frozenset()
+
+
 def parse_body(content: bytes) -> Mapping[str, Any]:
     """A response body as a JSON object; NaN, Infinity and non-objects are unreadable."""
     try:
-        data = json.loads(content.decode("utf-8"), parse_constant=_no_constant)
+        data = json.loads(
+            content.decode("utf-8"), parse_constant=_no_constant, object_pairs_hook=_object
+        )
     except (UnicodeDecodeError, ValueError) as exc:
         raise Unreadable(f"the body is not JSON ({_short(str(exc))})") from exc
     if not isinstance(data, dict):

@@ -10,6 +10,7 @@ import pytest
 from canon.core.rubric import Choice, Question
 from canon.core.scoring import Answer
 from canon.errors import JudgeError, JudgeRefusedError
+from canon.judge.decisions import systemone
 from canon.judge.decisions.asking import asked_questions
 from canon.judge.decisions.validate import (
     AnswerProblem,
@@ -118,3 +119,33 @@ def test_a_problem_is_filed_as_a_per_question_judge_files_its_failure() -> None:
     )
     unscored = AnswerProblem(ProblemKind.SUM, "the probabilities sum to 1.2, not 1")
     assert type(unscored.as_error("typesafe:jev-1.13.0")) is JudgeError
+
+
+def _systemone_body(answers: str) -> bytes:
+    return (
+        '{"model": "jev-1.13.0", "usage": {"input_tokens": 9, "output_tokens": 0}, '
+        f'"answers": {{{answers}}}}}'
+    ).encode()
+
+
+GOOD_JSON = (
+    '{"type": "choice", "choice": "yes", '
+    '"probabilities": {"yes": 0.7, "partly": 0.2, "no": 0.05, "n/a": 0.05}}'
+)
+
+
+def test_a_repeated_answer_id_in_a_system_one_body_is_extra_not_the_last_one() -> None:
+    reply = systemone.read(
+        parse_body(_systemone_body(f'"M~w0": {GOOD_JSON}, "M~w0": {GOOD_JSON}')), (ASKED,)
+    )
+    outcome = reply.outcomes[ASKED.id]
+    assert isinstance(outcome, AnswerProblem) and outcome.kind is ProblemKind.EXTRA
+    single = systemone.read(parse_body(_systemone_body(f'"M~w0": {GOOD_JSON}')), (ASKED,))
+    assert isinstance(single.outcomes[ASKED.id], Answer)
+
+
+def test_a_repeated_option_key_is_a_keys_problem() -> None:
+    twice = GOOD_JSON.replace('"n/a": 0.05', '"n/a": 0.05, "yes": 0.0')
+    reply = systemone.read(parse_body(_systemone_body(f'"M~w0": {twice}')), (ASKED,))
+    outcome = reply.outcomes[ASKED.id]
+    assert isinstance(outcome, AnswerProblem) and outcome.kind is ProblemKind.KEYS
