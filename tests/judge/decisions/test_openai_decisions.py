@@ -319,3 +319,34 @@ def test_a_root_that_names_the_endpoint_is_used_as_given(
     client = fast(wire, model, server.url + path + "/")
     assert client.url == server.url + path
     assert not decide(client, state, asked).problems()
+
+
+@pytest.mark.parametrize("fault", [None, "429", "drop", "hang", "garbage"])
+def test_the_httpx_transport_fails_the_same_way(
+    fault: str | None, server: Any, state: dict[str, Any], asked: tuple[AskedQuestion, ...]
+) -> None:
+    """An https root (or a proxy) goes through httpx rather than the plain-http client."""
+    client = _client(server, timeout=0.3, max_attempts=2)
+    client._endpoint.plain = False
+    if fault is not None:
+        server.faults = [fault]
+    result = decide(client, state, asked)
+    assert not result.problems() and len(server.requests) == (1 if fault is None else 2)
+    server.always = "hang"
+    outcome = _attempt(client, state, asked)
+    assert isinstance(outcome, JudgeUnavailableError) and "timed out" in str(outcome)
+
+
+def test_calls_in_flight_together_each_get_their_own_answers(
+    server: Any, state: dict[str, Any], asked: tuple[AskedQuestion, ...]
+) -> None:
+    client = _client(server)
+    states = [{**state, "artifact": f"Reply number {n}."} for n in range(8)]
+
+    async def all_at_once() -> list[DecisionResult]:
+        return await asyncio.gather(*(client.decide(s, asked) for s in states))
+
+    results = asyncio.run(all_at_once())
+    alone = [decide(_client(server), s, asked) for s in states]
+    assert [r.outcomes for r in results] == [r.outcomes for r in alone]
+    assert len({json.dumps(r.answers()[asked[0].id].distribution) for r in results}) > 1
