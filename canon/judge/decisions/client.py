@@ -105,6 +105,12 @@ class DecisionClient:
         self._endpoint = Endpoint(self.url, key or None, self.timeout)
 
     @property
+    def alias(self) -> bool:
+        """Whether the model name moves with releases (``jev-latest``): the answers may
+        change with no change here, so the answering model must be recorded and pinned."""
+        return self.model in self.wire.aliases
+
+    @property
     def name(self) -> str:
         """The judge as configured: ``wire:model``."""
         return f"{self.wire.name}:{self.model}"

@@ -34,7 +34,7 @@ WIRES: dict[str, Wire] = {
             "TYPESAFE_API_KEY",
             "TYPESAFE_BASE_URL",
             "https://api.typesafe.ai",
-            frozenset({"jev-latest", "jev-preview"}),
+            frozenset({"jev-latest", "jev-preview", "~typesafe/jev-latest"}),
             systemone.build,
             systemone.read,
         ),

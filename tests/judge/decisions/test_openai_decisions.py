@@ -95,6 +95,7 @@ def test_an_alias_reports_the_versioned_model_that_answered(
         client = fast("typesafe", "jev-latest", server.url)
         result = decide(client, state, asked)
     assert (result.requested, result.model) == ("jev-latest", "jev-1.13.0")
+    assert client.alias and not fast("typesafe", "jev-1.13.0", "http://127.0.0.1:1").alias
     assert result.usage.cost == pytest.approx(420 * 0.042e-6)
 
 
