@@ -22,8 +22,7 @@ from canon.judge.decisions.validate import (
     WireReply,
     check_choice,
     envelope,
-    missing,
-    unasked,
+    match_answers,
 )
 
 ROUNDING = 0.01
@@ -58,26 +57,19 @@ def read(data: Mapping[str, Any], asked: Sequence[AskedQuestion]) -> WireReply:
     if not isinstance(answers, list):
         raise Unreadable("the response has no 'answers' list")
     ids = {item.id for item in asked}
-    by_name: dict[str, list[object]] = {}
-    extra: list[str] = []
+    found: dict[str, list[object]] = {}
+    strays: list[str] = []
     for answer in answers:
         name = answer.get("name") if isinstance(answer, Mapping) else None
         if isinstance(name, str) and name in ids:
-            by_name.setdefault(name, []).append(answer)
+            found.setdefault(name, []).append(answer)
         else:
-            extra.append(repr(name))
-    if extra:
-        return WireReply(model, unasked(extra, asked), input_tokens, output_tokens)
-    outcomes = {item.id: _outcome(item, by_name.get(item.id, [])) for item in asked}
+            strays.append(repr(name))
+    outcomes = match_answers(asked, found, strays, _outcome)
     return WireReply(model, outcomes, input_tokens, output_tokens)
 
 
-def _outcome(item: AskedQuestion, found: list[object]) -> Outcome:
-    if not found:
-        return missing(item)
-    if len(found) > 1:
-        return AnswerProblem(ProblemKind.EXTRA, f"{len(found)} answers for {item.id!r}")
-    answer = found[0]
+def _outcome(item: AskedQuestion, answer: object) -> Outcome:
     assert isinstance(answer, Mapping)  # only mappings carry a name
     if answer.get("type") == "refusal":
         return AnswerProblem(ProblemKind.REFUSED, f"the server refused to answer {item.id!r}")

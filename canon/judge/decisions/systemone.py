@@ -19,9 +19,8 @@ from canon.judge.decisions.validate import (
     WireReply,
     check_choice,
     envelope,
-    missing,
+    match_answers,
     repeated,
-    unasked,
 )
 
 ROUNDING = 0.01
@@ -51,22 +50,14 @@ def read(data: Mapping[str, Any], asked: Sequence[AskedQuestion]) -> WireReply:
     if not isinstance(answers, Mapping):
         raise Unreadable("the response has no 'answers' object")
     ids = {item.id for item in asked}
-    extra = [key for key in answers if key not in ids]
-    if extra:
-        return WireReply(model, unasked(extra, asked), input_tokens, output_tokens)
     twice = repeated(answers)
-    outcomes = {
-        item.id: AnswerProblem(ProblemKind.EXTRA, f"more than one answer for {item.id!r}")
-        if item.id in twice
-        else _outcome(item, answers.get(item.id))
-        for item in asked
-    }
+    found = {key: [value] * (2 if key in twice else 1) for key, value in answers.items()}
+    strays = [key for key in answers if key not in ids]
+    outcomes = match_answers(asked, found, strays, _outcome)
     return WireReply(model, outcomes, input_tokens, output_tokens)
 
 
 def _outcome(item: AskedQuestion, answer: object) -> Outcome:
-    if answer is None:
-        return missing(item)
     if not isinstance(answer, Mapping):
         return AnswerProblem(ProblemKind.MALFORMED, f"the answer is {answer!r}, not an object")
     probabilities = answer.get("probabilities")

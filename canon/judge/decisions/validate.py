@@ -16,7 +16,7 @@ from __future__ import annotations
 import enum
 import json
 import math
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -191,19 +191,33 @@ def check_choice(
     return Answer({label: values[label] / total for label in offered})
 
 
-def unasked(answered: Sequence[str], asked: Sequence[AskedQuestion]) -> dict[str, Outcome]:
-    """Every asked question unscored because the response answered ids nobody asked.
+def match_answers(
+    asked: Sequence[AskedQuestion],
+    found: Mapping[str, Sequence[object]],
+    strays: Sequence[str],
+    check: Callable[[AskedQuestion, object], Outcome],
+) -> dict[str, Outcome]:
+    """Per asked id: its one answer, checked; or missing, or extra when it has several.
 
-    An answer under an unknown id means the server did not keep the ids it was given, so
-    none of its answers can be trusted to belong to the question they name.
+    ``found`` lists the answers given under each id, ``strays`` the ids answered that nobody
+    asked. A stray means the server did not keep the ids it was given, so none of its answers
+    can be trusted to belong to the question they name: every question is left unscored.
     """
-    detail = f"the response also answers {sorted(answered)!r}, which were not asked"
-    return {item.id: AnswerProblem(ProblemKind.EXTRA, detail) for item in asked}
-
-
-def missing(asked: AskedQuestion) -> AnswerProblem:
-    """The problem for an asked id the response does not answer."""
-    return AnswerProblem(ProblemKind.MISSING, f"no answer for {asked.id!r}")
+    if strays:
+        detail = f"the response also answers {sorted(strays)!r}, which were not asked"
+        return {item.id: AnswerProblem(ProblemKind.EXTRA, detail) for item in asked}
+    outcomes: dict[str, Outcome] = {}
+    for item in asked:
+        given = found.get(item.id, ())
+        if not given:
+            outcomes[item.id] = AnswerProblem(ProblemKind.MISSING, f"no answer for {item.id!r}")
+        elif len(given) > 1:
+            outcomes[item.id] = AnswerProblem(
+                ProblemKind.EXTRA, f"more than one answer for {item.id!r}"
+            )
+        else:
+            outcomes[item.id] = check(item, given[0])
+    return outcomes
 
 
 def _fraction(value: object) -> bool:
