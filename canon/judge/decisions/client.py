@@ -103,6 +103,8 @@ class DecisionClient:
             raise self._credential_error("no key is set")
         self.url = endpoint_url(given_root or self.wire.default_root, self.wire.path)
         self._endpoint = Endpoint(self.url, key or None, self.timeout)
+        # A refused key stays refused for the run: later calls fail without a request.
+        self._refusal: JudgeCredentialError | None = None
 
     @property
     def alias(self) -> bool:
@@ -119,6 +121,8 @@ class DecisionClient:
         self, state: Mapping[str, Any], asked: Sequence[AskedQuestion]
     ) -> DecisionResult:
         """One call asking every question in ``asked`` about ``state``."""
+        if self._refusal is not None:
+            raise JudgeCredentialError(str(self._refusal))
         body = self.wire.build(self.model, state, asked)
         limiter = current_limiter()
         failure = Failure("transient", "no attempt was made")
@@ -195,7 +199,8 @@ class DecisionClient:
         """What a retry may fix; raises what only a changed setting can."""
         detail = f"HTTP {status}: {server_message(content)}"
         if status in (401, 403):
-            raise self._credential_error(f"{self.url} refused the credentials ({detail})")
+            self._refusal = self._credential_error(f"{self.url} refused the credentials ({detail})")
+            raise self._refusal
         if status == 404:
             raise JudgeSetupError(
                 f"judge {self.name}: {self.url} answered {detail}; check "

@@ -351,3 +351,13 @@ def test_calls_in_flight_together_each_get_their_own_answers(
     alone = [decide(_client(server), s, asked) for s in states]
     assert [r.outcomes for r in results] == [r.outcomes for r in alone]
     assert len({json.dumps(r.answers()[asked[0].id].distribution) for r in results}) > 1
+
+
+def test_a_refused_key_stays_refused_without_another_request(
+    server: Any, state: dict[str, Any], asked: tuple[AskedQuestion, ...]
+) -> None:
+    server.faults = ["401"]
+    client = _client(server)
+    first, second = _attempt(client, state, asked), _attempt(client, state, asked)
+    assert isinstance(first, JudgeCredentialError) and isinstance(second, JudgeCredentialError)
+    assert str(second) == str(first) and len(server.requests) == 1
