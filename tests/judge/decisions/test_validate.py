@@ -10,7 +10,7 @@ import pytest
 from canon.core.rubric import Choice, Question
 from canon.core.scoring import Answer
 from canon.errors import JudgeError, JudgeRefusedError
-from canon.judge.decisions import systemone
+from canon.judge.decisions import openai_decisions, systemone
 from canon.judge.decisions.asking import asked_questions
 from canon.judge.decisions.validate import (
     AnswerProblem,
@@ -149,3 +149,20 @@ def test_a_repeated_option_key_is_a_keys_problem() -> None:
     reply = systemone.read(parse_body(_systemone_body(f'"M~w0": {twice}')), (ASKED,))
     outcome = reply.outcomes[ASKED.id]
     assert isinstance(outcome, AnswerProblem) and outcome.kind is ProblemKind.KEYS
+
+
+@pytest.mark.parametrize(
+    ("read", "answers"),
+    [
+        (systemone.read, None),
+        (systemone.read, []),
+        (openai_decisions.read, None),
+        (openai_decisions.read, {}),
+    ],
+)
+def test_a_reply_without_the_wires_answers_is_unreadable(read: Any, answers: Any) -> None:
+    data = {"model": "m", "usage": {"input_tokens": 1, "output_tokens": 0}}
+    if answers is not None:
+        data["answers"] = answers
+    with pytest.raises(Unreadable, match="answers"):
+        read(data, (ASKED,))
