@@ -1,0 +1,52 @@
+"""The decision wires Canon speaks, by name: adding one is a module and a line here."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from canon.judge.decisions import openai_decisions, systemone
+from canon.judge.decisions.asking import AskedQuestion
+from canon.judge.decisions.validate import WireReply
+
+
+@dataclass(frozen=True, slots=True)
+class Wire:
+    """One decision wire: where it is, which key it takes, and how its bodies read."""
+
+    name: str  # the judge_model prefix, ``typesafe:jev-1.13.0``
+    path: str  # appended to the API root
+    key_variable: str
+    root_variable: str
+    default_root: str
+    aliases: frozenset[str]  # model names that move with releases (pin a versioned id)
+    build: Callable[[str, Mapping[str, Any], Sequence[AskedQuestion]], dict[str, Any]]
+    read: Callable[[Mapping[str, Any], Sequence[AskedQuestion]], WireReply]
+
+
+WIRES: dict[str, Wire] = {
+    wire.name: wire
+    for wire in (
+        Wire(
+            "typesafe",
+            "/v1/systemone",
+            "TYPESAFE_API_KEY",
+            "TYPESAFE_BASE_URL",
+            "https://api.typesafe.ai",
+            frozenset({"jev-latest", "jev-preview", "~typesafe/jev-latest"}),
+            systemone.build,
+            systemone.read,
+        ),
+        Wire(
+            "openai-decisions",
+            "/decisions",
+            "OPENAI_API_KEY",
+            "OPENAI_BASE_URL",
+            "https://api.openai.com/v1",
+            frozenset(),
+            openai_decisions.build,
+            openai_decisions.read,
+        ),
+    )
+}
