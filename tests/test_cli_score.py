@@ -311,16 +311,17 @@ def test_score_in_an_empty_directory_points_at_canon_init(tmp_path):
 
 def test_the_progress_line_never_says_canon_for_an_artifact_the_run_fails(project):
     # A plain violation of a principle fails the artifact only once confirmation settles
-    # it; the first pass reads canon, and the progress line used to say so.
+    # it; the first pass reads canon, and the progress line used to say so. Each line now
+    # comes once the artifact is settled, and gives the verdict the report gives.
     script = project / "judge-script.yaml"
     script.write_text('refund above 200: "no"\n' + script.read_text())
     result = invoke_in(project, "score")
     assert result.exit_code == 1
     progress = [line for line in result.stderr.splitlines() if line.startswith("[")]
     assert progress == [
-        "[1/3] duplicate-charge to confirm",
-        "[2/3] large-refund to confirm",
-        "[3/3] roaming-question to confirm",
+        "[1/3] duplicate-charge NON-CANON",
+        "[2/3] large-refund NON-CANON",
+        "[3/3] roaming-question NON-CANON",
     ]
     assert result.stdout.count("NON-CANON") == 3
     # artifacts with nothing to confirm still read canon at once
