@@ -21,6 +21,7 @@ from canon.cli.run import (
     no_cache_option,
     quiet_option,
     report_options,
+    say_judge_unavailable,
     score_with_progress,
     suite_option,
     suite_run_options,
@@ -272,6 +273,8 @@ def check(
     )
     if refusal is not None:
         click.echo(f"canon: error: {printable(refusal)}", err=True)
+    elif code == ExitCode.JUDGE_UNAVAILABLE:
+        say_judge_unavailable(results, "check")  # the cause, as score says it
     sys.exit(code)
 
 

@@ -20,7 +20,7 @@ from canon.core.artifact import Artifact
 from canon.core.baseline import Baseline
 from canon.core.compare import Comparison
 from canon.core.scoring import ArtifactResult
-from canon.core.verdict import Verdict, verdict_of
+from canon.core.verdict import Verdict, first_failure, verdict_of
 from canon.errors import ConfigError, UsageError
 from canon.judge.cache import CachingJudge
 from canon.judge.sync import run_sync
@@ -247,6 +247,22 @@ def verdict_word(result: ArtifactResult) -> str:
         return f"NON-CANON ({result.stopped_by} gate)"
     verdict = verdict_of(result)
     return "INCOMPLETE (not judged)" if verdict is Verdict.INCOMPLETE else verdict.label
+
+
+def say_judge_unavailable(results: Sequence[ArtifactResult], command: str) -> None:
+    """The one error line of a run the judge left unfinished (exit 3), naming the cause."""
+    unscored = sum(len(r.unscored) for r in results)
+    first = first_failure(results)
+    cause = (
+        f"{unscored} question(s) unscored (first: {first})"
+        if first is not None
+        else "re-asking the judge failed for a question a verdict hangs on"
+    )
+    click.echo(
+        f"canon: error: the judge was unavailable: {cause}; "
+        f'run "canon {command}" again when the judge is reachable',
+        err=True,
+    )
 
 
 def emit_github(

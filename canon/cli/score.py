@@ -16,6 +16,7 @@ from canon.cli.run import (
     emit_github,
     load_run,
     report_options,
+    say_judge_unavailable,
     score_with_progress,
     suite_run_options,
     write_reports,
@@ -23,7 +24,6 @@ from canon.cli.run import (
 from canon.cli.spending import prepare_spending, show_estimate, spending_options
 from canon.cli.telemetry import OtelChoice, otel_options, send_telemetry
 from canon.core.scoring import ArtifactResult, fails_on_evidence
-from canon.core.verdict import first_failure
 from canon.errors import ExitCode
 from canon.project.store import dump_json
 from canon.report.json_report import results_document
@@ -87,13 +87,7 @@ def score(
         request, results, plan, artifacts=artifacts, suite=suite, exit_code=code, quiet=quiet
     )
     if code == ExitCode.JUDGE_UNAVAILABLE:
-        unscored = sum(len(r.unscored) for r in results)
-        click.echo(
-            f"canon: error: the judge was unavailable: {unscored} question(s) unscored "
-            f"(first: {first_failure(results)}); "
-            'run "canon score" again when the judge is reachable',
-            err=True,
-        )
+        say_judge_unavailable(results, "score")
     sys.exit(code)
 
 

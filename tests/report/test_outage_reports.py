@@ -147,6 +147,10 @@ def test_check_names_the_cause_and_leaves_unjudged_out_of_the_rates(outage):
     assert document["status"] == "unavailable" and document["exit_code"] == 3
     assert document["incomplete"] == KEYS and CAUSE in document["cause"]
     assert [r["verdict"] for r in document["results"]] == ["incomplete"] * 3
+    # and stderr names the cause in one error line, as score's does
+    error = outage["check-text"].stderr.strip().splitlines()
+    assert error[-1].startswith("canon: error: the judge was unavailable: 30 question(s)")
+    assert "(first: duplicate-charge mission: " in error[-1] and 'canon check" again' in error[-1]
     page = outage["check-html"].stdout
     assert "<th>verdict</th><td>no regression" not in page
     assert "<th>verdict</th><td>not tested" in page
