@@ -234,3 +234,30 @@ def test_canon_baseline_check_takes_an_input(pytester, fake, monkeypatch):
         m["content"] for body in fake.requests for m in body["messages"] if m["role"] == "user"
     ]
     assert users and all(REQUEST in u for u in users)
+
+
+def test_a_changed_input_under_the_same_id_is_a_note_never_a_regression(tmp_path, monkeypatch):
+    from support.cli import invoke_in
+
+    project = copy_example(tmp_path)
+    suite = project / "suite.yaml"
+    text = suite.read_text()
+    suite.write_text(
+        text.replace(
+            "  - id: large-refund\n", "  - id: large-refund\n    input: Refund me 640 EUR.\n"
+        )
+    )
+    assert invoke_in(project, "accept").exit_code == 0
+    # Now the same reply answers another request, and the judge reads it as failing P2.
+    suite.write_text(
+        text.replace("  - id: large-refund\n", "  - id: large-refund\n    input: Cancel my plan.\n")
+    )
+    script = project / "judge-script.yaml"
+    script.write_text('refund above 200: "no"\n' + script.read_text())
+    result = invoke_in(project, "check", "--format", "json")
+    document = json.loads(result.stdout)
+    codes = [n["kind"] if isinstance(n, dict) else n for n in document.get("note_codes", [])]
+    assert "input_changed" in json.dumps(codes)
+    assert not any(f["key"] == "large-refund" for f in document["flips"])
+    assert "large-refund" not in document["artifacts"]["new"]
+    assert any("another input" in note and "large-refund" in note for note in document["notes"])

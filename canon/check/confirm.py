@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from canon.check.runner import DEFAULT_CONCURRENCY, ScoringPlan
 from canon.check.variants import describe_variant, replicate_for
 from canon.core.artifact import Artifact
-from canon.core.baseline import ArtifactRecord, Baseline, recorded_question
+from canon.core.baseline import ArtifactRecord, Baseline, record_for, recorded_question
 from canon.core.evidence import (
     DecisionRule,
     Evidence,
@@ -125,12 +125,18 @@ async def confirm(
     # tripped outage breaker) carries over to the re-asks.
     limiter = limiter or AdaptiveLimiter(concurrency)
     by_key = {a.key: a for a in artifacts}
-    records = baseline.artifacts if baseline is not None else {}
+
+    def compared(key: str) -> ArtifactRecord | None:
+        # the record a flip is judged against: none when the artifact answers another input
+        if baseline is None:
+            return None
+        return record_for(baseline, key, by_key[key].input_digest)
+
     settled = await asyncio.gather(
         *(
             _ArtifactConfirmation(plan, by_key[r.key], r, rule, cells, limiter).run(
-                records.get(r.key),
-                second_looks(r, records.get(r.key), record, baseline, plan.constitution.digest),
+                compared(r.key),
+                second_looks(r, compared(r.key), record, baseline, plan.constitution.digest),
                 checking=baseline is not None and not record,
             )
             if r.key in by_key and r.stopped_by is None and r.cells

@@ -167,6 +167,7 @@ def compare_run(
         noise=noise_of(confirmation, rule),
         strict=strict,
         constitution=plan.constitution.digest,
+        inputs=confirmation.inputs,
     )
     if confirmation.variations:
         flips = tuple(

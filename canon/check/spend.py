@@ -20,7 +20,7 @@ from canon.check.confirm import looked_twice
 from canon.check.runner import ScoringPlan, gate_outcomes
 from canon.check.variants import replicate_for
 from canon.core.artifact import Artifact, text_digest
-from canon.core.baseline import SETTLED_FORMAT, Baseline, recorded_question
+from canon.core.baseline import SETTLED_FORMAT, Baseline, record_for, recorded_question
 from canon.core.scoring import Answer, ArtifactResult
 from canon.core.usage import UNKNOWN, Usage, UsageSummary, format_cost, summarize
 from canon.errors import BudgetExceededError, ConfigError
@@ -156,12 +156,13 @@ def planned_looks(
     (``canon.check.confirm.looked_twice``, the same rule the run follows) and, in a check,
     the confirmation re-asks the baseline's own cells needed: (key, question) -> count."""
     reasks = baseline_reasks(baseline, plan) if baseline is not None and not record else {}
-    records = baseline.artifacts if baseline is not None else {}
     for artifact in artifacts:
         looks = looked_twice(
             plan.questions,
             digest=text_digest(artifact.text),
-            record=records.get(artifact.key),
+            record=None
+            if baseline is None
+            else record_for(baseline, artifact.key, artifact.input_digest),
             recording=record,
             baseline=baseline,
             constitution=plan.constitution.digest,

@@ -86,6 +86,15 @@ class Baseline:
         return self.format == LEGACY_FORMAT
 
 
+def record_for(baseline: Baseline, key: str, input_digest: str | None) -> ArtifactRecord | None:
+    """The record an artifact is compared with: its key's, when it answered the same input
+    (request); None for a new artifact or one that now answers another request."""
+    record = baseline.artifacts.get(key)
+    if record is None or record.input != input_digest:
+        return None
+    return record
+
+
 def baseline_from_results(
     results: Sequence[ArtifactResult],
     *,

@@ -72,6 +72,7 @@ def gate(
     noise: ReaskNoise | None = None,
     strict: bool = False,
     constitution: str | None = None,
+    inputs: Mapping[str, str] | None = None,
 ) -> Comparison:
     """Compare a run with its baseline.
 
@@ -79,6 +80,9 @@ def gate(
     pending (regressions). ``strict`` fails on known failures too. ``constitution`` is the
     run's constitution digest: when it differs from the baseline's, an identical text may
     read differently for a reason other than the judge, so no text counts as unchanged.
+    ``inputs`` gives the digest of each run artifact's input (the request it answers): an
+    artifact whose input is not the one its record answered has nothing to regress from (a
+    note says so, with re-accept advice), never a regression.
     """
     if not results:
         raise GateArgumentError(
@@ -93,11 +97,32 @@ def gate(
         repeated = sorted({k for k in keys if keys.count(k) > 1})
         raise GateArgumentError(f"gate(): artifact keys repeat: {', '.join(repeated)}")
     rule = rule or DecisionRule()
-    records = baseline.artifacts
-    new = tuple(sorted(k for k in keys if k not in records))
     present = set(keys)
-    missing = tuple(sorted(k for k in records if k not in present))
+    missing = tuple(sorted(k for k in baseline.artifacts if k not in present))
+    changed: tuple[str, ...] = ()
+    if inputs is not None:
+        changed = tuple(
+            sorted(
+                k
+                for k in keys
+                if k in baseline.artifacts and baseline.artifacts[k].input != inputs.get(k)
+            )
+        )
+        # Compared as if new: another request is another yardstick for the same reply.
+        kept = {k: v for k, v in baseline.artifacts.items() if k not in changed}
+        baseline = dataclasses.replace(baseline, artifacts=kept)
+    records = baseline.artifacts
+    new = tuple(sorted(k for k in keys if k not in records and k not in changed))
     notes: list[Note] = []
+    if changed:
+        notes.append(
+            Note(
+                NoteKind.INPUT_CHANGED,
+                f"{len(changed)} artifact(s) answer another input (request) than the baseline "
+                f"recorded, so they were not compared: {', '.join(changed)}; {REACCEPT}",
+                keys=changed,
+            )
+        )
     if baseline.legacy:
         notes.append(
             Note(

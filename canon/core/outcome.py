@@ -60,6 +60,7 @@ class NoteKind(enum.Enum):
     FLIP_UNSETTLED = "flip_unsettled"
     JUDGE_CHANGED = "judge_changed"
     CONSTITUTION_CHANGED = "constitution_changed"
+    INPUT_CHANGED = "input_changed"  # an artifact answers another request than its record
     OTHER = "other"  # a plain string a caller put in a result or comparison
 
     @property
@@ -75,6 +76,7 @@ _REACCEPT_NOTES = frozenset(
         NoteKind.PRINCIPLE_CHANGED,
         NoteKind.FLIP_UNSETTLED,
         NoteKind.CONSTITUTION_CHANGED,
+        NoteKind.INPUT_CHANGED,
     }
 )
 
