@@ -261,3 +261,28 @@ def test_a_changed_input_under_the_same_id_is_a_note_never_a_regression(tmp_path
     assert not any(f["key"] == "large-refund" for f in document["flips"])
     assert "large-refund" not in document["artifacts"]["new"]
     assert any("another input" in note and "large-refund" in note for note in document["notes"])
+
+
+def test_an_entry_with_a_trace_and_no_input_takes_the_traces_request(tmp_path):
+    project = copy_example(tmp_path)
+    by_key = {a.key: a for a in read_suite(project / "suite.yaml")}
+    traced = by_key["duplicate-charge"]
+    assert traced.trace is not None
+    assert traced.input == "I was charged twice for March. Can you fix it?"
+    # an input the entry gives wins over the trace's
+    suite = project / "suite.yaml"
+    suite.write_text(
+        suite.read_text().replace(
+            "  - id: duplicate-charge\n", "  - id: duplicate-charge\n    input: Given here.\n"
+        )
+    )
+    assert {a.key: a for a in read_suite(suite)}["duplicate-charge"].input == "Given here."
+
+
+def test_a_trace_that_is_no_trace_gives_no_input_and_is_left_to_the_contract_gate(tmp_path):
+    (tmp_path / "t.json").write_text('{"not": "a trace"}')
+    suite = _write(
+        tmp_path / "s.yaml", "artifacts:\n  - id: a\n    text: Done.\n    trace: t.json\n"
+    )
+    (artifact,) = read_suite(suite)
+    assert artifact.input is None and artifact.trace == tmp_path / "t.json"

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from canon.core.artifact import Artifact, context_from, input_from
-from canon.errors import InputError
+from canon.errors import CanonError, InputError
 from canon.gates.policy import MAX_INPUT_BYTES, PolicyError, decode_json_bytes
 from canon.project.store import loads_strict, read_bytes, read_text, read_yaml
 
@@ -86,6 +86,8 @@ def _entry(item: object, index: int, suite: Path, roots: tuple[Path, ...] | None
         trace = _inside(suite.parent / trace, roots, where, "trace")
     given = item.get("input")
     request = None if given is None else input_from(given, where)
+    if request is None and isinstance(trace, Path):
+        request = _trace_request(trace)
     context = context_from(item.get("context", ()), where)
     return Artifact(
         texts[0],
@@ -96,6 +98,20 @@ def _entry(item: object, index: int, suite: Path, roots: tuple[Path, ...] | None
         input=request,
         context=context,
     )
+
+
+def _trace_request(path: Path) -> str | None:
+    """The request a trace records (its root's input), for an entry that gives no ``input``;
+    None when the file holds no single run with one. A file that is no trace is left to the
+    contract gate, which refuses it naming the file (exit 2) when a contract reads it."""
+    from canon.project.contract_files import read_trace_runs
+
+    try:
+        runs = read_trace_runs(path)
+    except CanonError:
+        return None
+    requests = [run.input_text for run in runs if run.input_text and run.input_text.strip()]
+    return requests[0] if len(runs) == 1 and len(requests) == 1 else None
 
 
 def _texts(value: object, where: str) -> tuple[str, ...]:
