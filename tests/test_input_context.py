@@ -286,3 +286,29 @@ def test_a_trace_that_is_no_trace_gives_no_input_and_is_left_to_the_contract_gat
     )
     (artifact,) = read_suite(suite)
     assert artifact.input is None and artifact.trace == tmp_path / "t.json"
+
+
+def test_reports_show_the_input_and_context_next_to_the_artifact(tmp_path):
+    from support.cli import invoke_in
+
+    project = copy_example(tmp_path)
+    suite = project / "suite.yaml"
+    suite.write_text(
+        suite.read_text().replace(
+            "  - id: large-refund\n",
+            "  - id: large-refund\n    input: Refund my 640 EUR now.\n"
+            f"    context: [{json.dumps(PASSAGE)}]\n",
+        )
+    )
+    text = invoke_in(project, "score", "--html", "r.html").stdout
+    assert "    input: Refund my 640 EUR now." in text
+    page = (project / "r.html").read_text()
+    assert "input (the request it answers)" in page and "Refund my 640 EUR now." in page
+    assert "context (what the agent had)" in page and "[1] Handbook 4.2" in page
+    document = json.loads(invoke_in(project, "score", "--format", "json").stdout)
+    (row,) = [a for a in document["artifacts"] if a["key"] == "large-refund"]
+    assert row["input"] == "Refund my 640 EUR now." and row["context"] == [PASSAGE]
+    assert invoke_in(project, "accept").exit_code == 0
+    checked = json.loads(invoke_in(project, "check", "--format", "json").stdout)
+    (row,) = [r for r in checked["results"] if r["key"] == "large-refund"]
+    assert row["input"] == "Refund my 640 EUR now."

@@ -232,7 +232,12 @@ def check(
     )
     if output_format == "json":
         document = check_document(
-            comparison, baseline, suite=suite.stem, path=shown(path), results=results
+            comparison,
+            baseline,
+            suite=suite.stem,
+            path=shown(path),
+            results=results,
+            artifacts=artifacts,
         )
         document["usage"] = usage.as_data()
         document["alignment"] = [status.as_data() for status in alignment]

@@ -173,9 +173,10 @@ def write_reports(
     """Write the requested JUnit XML and HTML reports, each atomically; the HTML page
     shows each artifact's text when ``artifacts`` are given."""
     texts = {a.key: a.text for a in artifacts}
+    by_key = {a.key: a for a in artifacts}
     renderers = (
         (junit_path, functools.partial(junit_xml)),
-        (html_path, functools.partial(html_report, texts=texts)),
+        (html_path, functools.partial(html_report, texts=texts, artifacts=by_key)),
     )
     for path, render in renderers:
         if path is None:

@@ -68,9 +68,9 @@ def score(
     results = score_with_progress(plan, artifacts, quiet).results
     elapsed = time.monotonic() - started
     if output_format == "json":
-        sys.stdout.write(dump_json(results_document(results, plan)))
+        sys.stdout.write(dump_json(results_document(results, plan, artifacts)))
     else:
-        click.echo(render_results(results), nl=False)
+        click.echo(render_results(results, artifacts), nl=False)
     if output_format == "github":
         emit_github(results, suite)
     write_reports(

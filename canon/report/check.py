@@ -6,12 +6,13 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from canon.core.artifact import Artifact
 from canon.core.baseline import Baseline
 from canon.core.compare import REACCEPT, Comparison, Drift, Flip, Rate
 from canon.core.outcome import ReasonKind, grouped
 from canon.core.scoring import ArtifactResult, Cell, cell_label, reason_excerpt, shortfalls
 from canon.errors import ExitCode
-from canon.report.json_report import result_record
+from canon.report.json_report import result_record, with_material
 from canon.report.text import printable, shorten
 
 _FLIP_VERDICTS = {
@@ -318,10 +319,13 @@ def check_document(
     suite: str,
     path: str,
     results: Sequence[ArtifactResult] = (),
+    artifacts: Sequence[Artifact] = (),
 ) -> dict[str, Any]:
-    """The check report as plain data, for ``--format json``, with the judge's reasons."""
+    """The check report as plain data, for ``--format json``, with the judge's reasons and
+    each artifact's result (with its input and context, when ``artifacts`` give them)."""
     c, drift = comparison, comparison.drift
     by_key = {r.key: r for r in results}
+    given = {a.key: a for a in artifacts}
     before, now = c.canon_rate
     return {
         "suite": suite,
@@ -385,7 +389,7 @@ def check_document(
         "unscored_questions": c.unscored,
         "incomplete": list(c.undecided),
         "cause": c.cause,
-        "results": [result_record(r) for r in results],
+        "results": [with_material(result_record(r), given.get(r.key)) for r in results],
         "inconclusive": list(c.inconclusive),
         "remedy": remedy(c, baseline),
     }

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from canon.check.runner import ScoringPlan
 from canon.check.spend import run_usage
+from canon.core.artifact import Artifact, input_text
 from canon.core.compare import Comparison, Drift, Flip
 from canon.core.scoring import ArtifactResult, Cell, cell_label, falls_short
 from canon.core.usage import format_cost
@@ -44,7 +45,7 @@ details.passing > summary { cursor: pointer; font-weight: 700; color: #2e7d32; m
 td.judges-reason { white-space: pre-wrap; max-width: 24rem; }
 table.rates td.baseline, table.rates td.now { white-space: nowrap; }
 details.text { margin: .5rem 0; } details.text summary { cursor: pointer; color: #455a64; }
-pre.artifact-text { white-space: pre-wrap; background: #f7f7f9; padding: .5rem .75rem;
+pre.artifact-text, pre.artifact-input, pre.artifact-context { white-space: pre-wrap; background: #f7f7f9; padding: .5rem .75rem;
                     border-radius: 4px; margin: .25rem 0 0; }
 code, .mono { font-family: ui-monospace, monospace; word-break: break-all; }
 """
@@ -69,9 +70,11 @@ def html_report(
     comparison: Comparison | None = None,
     elapsed: float | None = None,
     texts: Mapping[str, str] | None = None,
+    artifacts: Mapping[str, Artifact] | None = None,
 ) -> str:
     """One self-contained HTML page: summary, the check's comparison, then each artifact
-    (with its text, from ``texts`` by key, folded away until opened)."""
+    (with its text, from ``texts`` by key, folded away until opened, and the input it
+    answers and its context, from ``artifacts`` by key)."""
     title = f"Canon report: {suite}"
     parts = [
         "<!DOCTYPE html>",
@@ -92,7 +95,9 @@ def html_report(
         regressions = [f for f in flips if f.key == result.key and f.regression]
         text = None if texts is None else texts.get(result.key)
         passing = core_verdict(result) is Verdict.CANON and not regressions
-        cards[passing].append(_artifact(anchors[result.key], result, regressions, text))
+        given = None if artifacts is None else artifacts.get(result.key)
+        card = _artifact(anchors[result.key], result, regressions, text, given)
+        cards[passing].append(card)
     parts.extend(cards[False])
     if cards[True]:
         parts.append(
@@ -292,7 +297,11 @@ def _flip_reason(result: ArtifactResult | None, question: str) -> str:
 
 
 def _artifact(
-    anchor: str, result: ArtifactResult, regressions: Sequence[Flip], text: str | None
+    anchor: str,
+    result: ArtifactResult,
+    regressions: Sequence[Flip],
+    text: str | None,
+    artifact: Artifact | None = None,
 ) -> str:
     verdict = verdict_of(result)
     score = "-" if result.score is None else f"{result.score:.3f}"
@@ -309,6 +318,17 @@ def _artifact(
         + (", NSCP gate tripped" if result.gated else "")
         + "</p>",
     ]
+    if artifact is not None and artifact.input is not None:
+        parts.append(
+            '<details class="text"><summary>input (the request it answers)</summary>'
+            f'<pre class="artifact-input">{_e(input_text(artifact.input))}</pre></details>'
+        )
+    if artifact is not None and artifact.context:
+        context = "\n\n".join(f"[{n}] {item}" for n, item in enumerate(artifact.context, 1))
+        parts.append(
+            '<details class="text"><summary>context (what the agent had)</summary>'
+            f'<pre class="artifact-context">{_e(context)}</pre></details>'
+        )
     if text is not None:
         parts.append(
             '<details class="text"><summary>artifact text</summary>'

@@ -7,12 +7,19 @@ from typing import Any
 
 from canon.check.runner import ScoringPlan
 from canon.check.spend import run_usage
+from canon.core.artifact import Artifact
 from canon.core.scoring import ArtifactResult, Cell
 from canon.core.verdict import Verdict, judge_failures, verdict_counts, verdict_of
 
 
-def results_document(results: Sequence[ArtifactResult], plan: ScoringPlan) -> dict[str, Any]:
-    """Results as plain data with the rubric, judge and constitution they were scored under."""
+def results_document(
+    results: Sequence[ArtifactResult],
+    plan: ScoringPlan,
+    artifacts: Sequence[Artifact] = (),
+) -> dict[str, Any]:
+    """Results as plain data with the rubric, judge and constitution they were scored under;
+    each artifact with the input it answers and its context, when ``artifacts`` give them."""
+    given = {a.key: a for a in artifacts}
     return {
         "rubric": {
             "id": plan.rubric.id,
@@ -22,10 +29,25 @@ def results_document(results: Sequence[ArtifactResult], plan: ScoringPlan) -> di
         "judge": plan.judge.name,
         "constitution": plan.constitution.digest,
         "threshold": plan.threshold,
-        "artifacts": [result_record(r) for r in results],
+        "artifacts": [with_material(result_record(r), given.get(r.key)) for r in results],
         "summary": summary_record(results),
         "usage": run_usage(results).as_data(),
     }
+
+
+def with_material(record: dict[str, Any], artifact: Artifact | None) -> dict[str, Any]:
+    """An artifact's record with its ``input`` (text, or a list of ``{role, content}``) and
+    ``context`` (a list of texts), when it has them."""
+    if artifact is None:
+        return record
+    value = artifact.input
+    if isinstance(value, str):
+        record["input"] = value
+    elif value is not None:
+        record["input"] = [{"role": m.role, "content": m.content} for m in value]
+    if artifact.context:
+        record["context"] = list(artifact.context)
+    return record
 
 
 def summary_record(results: Sequence[ArtifactResult]) -> dict[str, Any]:

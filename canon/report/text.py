@@ -7,6 +7,7 @@ from collections import Counter
 from collections.abc import Sequence
 
 from canon.check.spend import run_usage
+from canon.core.artifact import Artifact, input_text
 from canon.core.outcome import NoteKind
 from canon.core.scoring import (
     ArtifactResult,
@@ -34,14 +35,19 @@ def _escape(match: re.Match[str]) -> str:
     return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
 
 
-def render_results(results: Sequence[ArtifactResult]) -> str:
-    """One block per artifact (with the judge's reason for every question that fell short),
-    one line for the gates that had nothing to check, then a summary line."""
+def render_results(results: Sequence[ArtifactResult], artifacts: Sequence[Artifact] = ()) -> str:
+    """One block per artifact (the input it answers, when it has one, and the judge's reason
+    for every question that fell short), one line for the gates that had nothing to check,
+    then a summary line."""
     lines: list[str] = []
     skipped: Counter[tuple[str, str]] = Counter()
+    given = {a.key: a for a in artifacts}
     for result in results:
         score = "  -  " if result.score is None else f"{result.score:.3f}"
         lines.append(f"{verdict_of(result).label:<9} {score}  {result.key}")
+        artifact = given.get(result.key)
+        if artifact is not None and artifact.input is not None:
+            lines.append(f"    input: {shorten(input_text(artifact.input))}")
         lines.extend(f"    - {reason}" for reason in result.reasons)
         # A gate with nothing to check is counted, not repeated: 100 artifacts without a
         # trace would otherwise print 100 identical notes.
