@@ -45,8 +45,8 @@ details.passing > summary { cursor: pointer; font-weight: 700; color: #2e7d32; m
 td.judges-reason { white-space: pre-wrap; max-width: 24rem; }
 table.rates td.baseline, table.rates td.now { white-space: nowrap; }
 details.text { margin: .5rem 0; } details.text summary { cursor: pointer; color: #455a64; }
-pre.artifact-text, pre.artifact-input, pre.artifact-context { white-space: pre-wrap; background: #f7f7f9; padding: .5rem .75rem;
-                    border-radius: 4px; margin: .25rem 0 0; }
+pre.artifact-text, pre.artifact-input, pre.artifact-context { white-space: pre-wrap;
+  background: #f7f7f9; padding: .5rem .75rem; border-radius: 4px; margin: .25rem 0 0; }
 code, .mono { font-family: ui-monospace, monospace; word-break: break-all; }
 """
 # banner text -> its colour class; every verdict is coloured the same way everywhere
