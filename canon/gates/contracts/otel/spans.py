@@ -14,7 +14,7 @@ from operator import itemgetter
 from typing import Any
 
 from canon.gates.contracts.otel.errors import TraceError
-from canon.gates.contracts.otel.formats import REGISTRY, Ambiguous, Registry, Where
+from canon.gates.contracts.otel.formats import REGISTRY, Ambiguous, Nested, Registry, Where
 from canon.gates.contracts.otel.formats.base import TraceFormat, type_name
 from canon.gates.contracts.otel.formats.otel_span import read_span
 from canon.gates.contracts.otel.formats.otlp import otlp_raw_span
@@ -97,7 +97,7 @@ class _Collector:
             elif isinstance(item, dict):
                 try:
                     found = recognize(item)
-                except Ambiguous as clash:
+                except (Ambiguous, Nested) as clash:
                     raise TraceError(clash.message(self.source, f"{where}[{position}]")) from None
                 if found is None:
                     self.document(item, f"{where}[{position}]")  # a JSON line, a trace
@@ -110,7 +110,7 @@ class _Collector:
             raise self.fail(f"{type_name(raw)} at {where}")
         try:
             found = self._document(raw)
-        except Ambiguous as clash:
+        except (Ambiguous, Nested) as clash:
             raise TraceError(clash.message(self.source, where)) from None
         if found is not None:
             self.read_as(found, raw, where)
