@@ -38,6 +38,8 @@ class SpanBatch:
     log_records: int = 0  # OpenTelemetry log records read (joined to their spans or not)
     unjoined_logs: int = 0  # of those, the ones naming no span in the file
     metrics_skipped: int = 0  # OTLP metrics documents, which hold no spans
+    formats: tuple[str, ...] = ()  # the titles of the formats that read it, in file order
+    runs: int = 1  # the runs of the file this batch is one of (``runs.split_runs``)
 
     @property
     def spans(self) -> list[RawSpan]:
@@ -74,6 +76,7 @@ class _Collector:
         self.metrics = 0
         # formats with a ``finish``, by name, and the (first, end) positions they read
         self.finishing: dict[str, tuple[TraceFormat, list[tuple[int, int]]]] = {}
+        self.formats: dict[str, None] = {}  # titles of the formats read, in file order
         self._item = registry.at(Where.ITEM).recognize
         self._document = registry.at(Where.DOCUMENT).recognize
 
@@ -121,6 +124,7 @@ class _Collector:
         raise self.fail(f"a JSON object with keys {keys} at {where}{held}")
 
     def read_as(self, found: TraceFormat, raw: dict[str, Any], where: str) -> None:
+        self.formats[found.title] = None
         if found.finish is None:
             found.read(raw, self, where)
             return
@@ -198,6 +202,7 @@ def collect_spans(raw: object, *, source: str, registry: Registry = REGISTRY) ->
         collector.log_records,
         unjoined,
         collector.metrics,
+        tuple(collector.formats),
     )
 
 
