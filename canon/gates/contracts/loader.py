@@ -7,7 +7,6 @@ offending key, because a typo that silently disables a check is worse than a cra
 from __future__ import annotations
 
 import os
-
 import re
 from collections.abc import Mapping
 from typing import Any
