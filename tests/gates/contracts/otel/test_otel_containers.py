@@ -203,3 +203,36 @@ def test_canon_contract_run_refuses_a_container_read_as_a_span(tmp_path):
     assert result.returncode == 2, result.stdout + result.stderr
     assert "under 'toolSpans'" in result.stdout
     assert "0 passed, 0 failed, 0 warned, 1 unreadable" in result.stdout
+
+
+def _span_ids(value: object, out: set[str], key: str = "") -> set[str]:
+    """Every span id a file holds (a span's own, not a parent's), wherever it sits."""
+    if isinstance(value, dict):
+        for inner, held in value.items():
+            own = inner in ("spanId", "span_id", "spanID")
+            if own and key not in ("parent", "parentSpanContext", "references"):
+                if isinstance(held, str | int) and str(held).strip("0"):
+                    out.add(str(held))
+            _span_ids(held, out, inner)
+    elif isinstance(value, list):
+        for inner in value:
+            _span_ids(inner, out, key)
+    elif isinstance(value, str) and value.lstrip().startswith("{"):
+        try:
+            _span_ids(json.loads(value), out, key)  # spans written as JSON text
+        except ValueError:
+            pass
+    return out
+
+
+@pytest.mark.parametrize("path", READABLE, ids=lambda path: path.name)
+def test_every_corpus_file_reads_a_step_for_each_span_id_it_holds(path):
+    raw = _raw(path)
+    steps = sum(len(run.steps) for run in normalize_traces(raw, source=path.name))
+    assert steps >= len(_span_ids(raw, set()))
+    # the same file under trace-level fields: never fewer steps without an error
+    try:
+        wrapped = sum(len(run.steps) for run in normalize_traces({**TRACE_FIELDS, "items": raw}))
+    except TraceError:
+        return
+    assert wrapped == steps
