@@ -7,6 +7,7 @@ same executions, wrapped or not, or refused with a ``TraceError``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -205,23 +206,23 @@ def test_canon_contract_run_refuses_a_container_read_as_a_span(tmp_path):
     assert "0 passed, 0 failed, 0 warned, 1 unreadable" in result.stdout
 
 
+_PARENTS = ("parent", "parentSpanContext", "references")  # keys whose span id is a parent's
+
+
 def _span_ids(value: object, out: set[str], key: str = "") -> set[str]:
     """Every span id a file holds (a span's own, not a parent's), wherever it sits."""
     if isinstance(value, dict):
         for inner, held in value.items():
-            own = inner in ("spanId", "span_id", "spanID")
-            if own and key not in ("parent", "parentSpanContext", "references"):
-                if isinstance(held, str | int) and str(held).strip("0"):
-                    out.add(str(held))
+            own = inner in ("spanId", "span_id", "spanID") and key not in _PARENTS
+            if own and isinstance(held, str | int) and str(held).strip("0"):
+                out.add(str(held))
             _span_ids(held, out, inner)
     elif isinstance(value, list):
         for inner in value:
             _span_ids(inner, out, key)
     elif isinstance(value, str) and value.lstrip().startswith("{"):
-        try:
+        with contextlib.suppress(ValueError):
             _span_ids(json.loads(value), out, key)  # spans written as JSON text
-        except ValueError:
-            pass
     return out
 
 
