@@ -311,6 +311,14 @@ def templates(show: str | None, as_json: bool) -> None:
         )
 
 
+@contract.command("list-contracts", hidden=True)
+@click.pass_context
+def list_contracts(ctx: click.Context) -> None:
+    """The reference package's name for 'canon contract templates'."""
+    click.echo("canon contract: 'list-contracts' is 'templates' in Canon", err=True)
+    ctx.invoke(templates, show=None, as_json=False)
+
+
 def _print_stats(stats: MonitorStats) -> None:
     rate = "n/a" if stats.compliance_rate is None else f"{stats.compliance_rate:.1%}"
     click.echo(

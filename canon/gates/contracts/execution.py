@@ -248,6 +248,38 @@ class StepColumns(Sequence[Step]):
 
 
 @dataclass(frozen=True, slots=True)
+class Reading:
+    """How a trace file was read into an execution: the formats that read it (their titles,
+    in file order), how many runs the file held, the spans of this run, and its tool calls
+    in order. Shown beside a missing required step, so a reader can tell a misreading from
+    a step the agent did not take."""
+
+    formats: tuple[str, ...]
+    runs: int
+    spans: int
+    tools: tuple[str, ...]
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form, as a violation's evidence carries it."""
+        return {
+            "formats": list(self.formats),
+            "runs": self.runs,
+            "spans": self.spans,
+            "tools": list(self.tools),
+        }
+
+    def describe(self) -> str:
+        """One line: ``read as OTLP JSON: 1 run, 12 spans, 3 tool spans (a, b, c)``."""
+        shown = ", ".join(self.tools[:8]) + (", ..." if len(self.tools) > 8 else "")
+        tools = f"{len(self.tools)} tool span{'s' if len(self.tools) != 1 else ''}"
+        return (
+            f"read as {' + '.join(self.formats) or 'spans'}: {self.runs} "
+            f"run{'s' if self.runs != 1 else ''}, {self.spans} span"
+            f"{'s' if self.spans != 1 else ''}, {tools}" + (f" ({shown})" if shown else "")
+        )
+
+
+@dataclass(frozen=True, slots=True)
 class Execution:
     """Everything a contract can look at: ordered steps, request and answer text, metadata.
 
@@ -263,6 +295,7 @@ class Execution:
     output_text: str | None = None
     metadata: Mapping[str, Any] = field(default_factory=dict)
     framework: str = "unknown"
+    reading: Reading | None = field(default=None, repr=False, compare=False)
     columns: StepColumns = field(init=False, repr=False, compare=False)
     _detect: Callable[[], str] | None = field(default=None, init=False, repr=False, compare=False)
 
@@ -281,9 +314,10 @@ class Execution:
         output_text: str | None,
         metadata: Mapping[str, Any],
         detect: Callable[[], str],
+        reading: Reading | None = None,
     ) -> Execution:
         """An execution whose ``framework`` is ``detect()``, called once, when first read."""
-        execution = cls(execution_id, steps, input_text, output_text, metadata)
+        execution = cls(execution_id, steps, input_text, output_text, metadata, reading=reading)
         # an unset slot makes a read of ``framework`` fall through to ``__getattr__``
         object.__delattr__(execution, "framework")
         object.__setattr__(execution, "_detect", detect)

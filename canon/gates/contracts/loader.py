@@ -6,6 +6,7 @@ offending key, because a typo that silently disables a check is worse than a cra
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -141,6 +142,24 @@ def parse_yaml(text: str, origin: str) -> Any:
         raise ContractError(f"{origin}: not valid YAML: {exc}".replace("\n", " ")) from None
 
 
+_CONTRACT_SUFFIXES = (".yaml", ".yml", ".json", *PYTHON_SUFFIXES)
+
+
+def _looks_like_path(text: str) -> bool:
+    """Whether contract text is one line naming a file (the reference package's
+    ``load_contract(name_or_path)`` took one)."""
+    line = text.strip()
+    return "\n" not in line and (line.lower().endswith(_CONTRACT_SUFFIXES) or "/" in line)
+
+
+def _path_given(origin: str, path: object) -> str:
+    return (
+        f"{origin}: load_contract reads contract YAML text or a parsed mapping, not a path "
+        f"({str(path)!r}); read a contract file (or a bundled template by name) with "
+        "canon.project.contract_files.load_contract_file(path), or pass the file's text"
+    )
+
+
 def load_contract(
     source: str | Mapping[str, Any],
     *,
@@ -151,8 +170,12 @@ def load_contract(
 
     ``kinds`` is the table of constraint kinds it reads (``kinds.KINDS``, the registry).
     """
+    if isinstance(source, os.PathLike):
+        raise ContractError(_path_given(origin, os.fspath(source)))
     raw = parse_yaml(source, origin) if isinstance(source, str) else source
     if not isinstance(raw, Mapping):
+        if isinstance(source, str) and _looks_like_path(source):
+            raise ContractError(_path_given(origin, source.strip()))
         raise ContractError(f"{origin}: a contract is a mapping with a constraints list")
     try:
         return _contract(raw, KIND_BY_TYPE if kinds is KINDS else by_type(kinds))

@@ -48,6 +48,10 @@ class MustIncludeSteps:
         if failed:
             evidence["failed"] = failed
             message += f" ({', '.join(failed)} ran but ended in error)"
+        reading = facts.execution.reading
+        if reading is not None:  # so a misread trace is not taken for a missing step
+            evidence["read"] = reading.to_dict()
+            message += f"; {reading.describe()}"
         return Finding(message, evidence)
 
 

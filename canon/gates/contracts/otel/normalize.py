@@ -24,7 +24,14 @@ from itertools import islice
 from operator import le
 from typing import Any
 
-from canon.gates.contracts.execution import NO_PAYLOAD, Execution, Step, StepColumns, StepKind
+from canon.gates.contracts.execution import (
+    NO_PAYLOAD,
+    Execution,
+    Reading,
+    Step,
+    StepColumns,
+    StepKind,
+)
 from canon.gates.contracts.otel.attributes import KVAttributes
 from canon.gates.contracts.otel.beeai import agent_recorded_calls
 from canon.gates.contracts.otel.errors import TraceError
@@ -193,6 +200,12 @@ def _normalize_batch(batch: SpanBatch, metadata: Mapping[str, object] | None) ->
         output_text,
         merged,
         partial(framework, spans, order),
+        Reading(
+            batch.formats,
+            batch.runs,
+            len(names),
+            tuple(name for name, kind in zip(names, kinds, strict=True) if kind == "tool_call"),
+        ),
     )
 
 

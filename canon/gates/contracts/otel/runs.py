@@ -86,7 +86,15 @@ def split_runs(batch: SpanBatch, groups: list[list[str]]) -> list[SpanBatch]:
         part = parts[where.get(span.trace_id, 0)]
         part.append(span._replace(position=len(part)))
     return [
-        SpanBatch(part, batch.resource, None, batch.log_records, batch.unjoined_logs)
+        SpanBatch(
+            part,
+            batch.resource,
+            None,
+            batch.log_records,
+            batch.unjoined_logs,
+            formats=batch.formats,
+            runs=len(groups),
+        )
         for part in parts
     ]
 

@@ -14,7 +14,7 @@ from operator import itemgetter
 from typing import Any
 
 from canon.gates.contracts.otel.errors import TraceError
-from canon.gates.contracts.otel.formats import REGISTRY, Ambiguous, Registry, Where
+from canon.gates.contracts.otel.formats import REGISTRY, Ambiguous, Nested, Registry, Where
 from canon.gates.contracts.otel.formats.base import TraceFormat, type_name
 from canon.gates.contracts.otel.formats.otel_span import read_span
 from canon.gates.contracts.otel.formats.otlp import otlp_raw_span
@@ -38,6 +38,8 @@ class SpanBatch:
     log_records: int = 0  # OpenTelemetry log records read (joined to their spans or not)
     unjoined_logs: int = 0  # of those, the ones naming no span in the file
     metrics_skipped: int = 0  # OTLP metrics documents, which hold no spans
+    formats: tuple[str, ...] = ()  # the titles of the formats that read it, in file order
+    runs: int = 1  # the runs of the file this batch is one of (``runs.split_runs``)
 
     @property
     def spans(self) -> list[RawSpan]:
@@ -74,6 +76,7 @@ class _Collector:
         self.metrics = 0
         # formats with a ``finish``, by name, and the (first, end) positions they read
         self.finishing: dict[str, tuple[TraceFormat, list[tuple[int, int]]]] = {}
+        self.formats: dict[str, None] = {}  # titles of the formats read, in file order
         self._item = registry.at(Where.ITEM).recognize
         self._document = registry.at(Where.DOCUMENT).recognize
 
@@ -97,7 +100,7 @@ class _Collector:
             elif isinstance(item, dict):
                 try:
                     found = recognize(item)
-                except Ambiguous as clash:
+                except (Ambiguous, Nested) as clash:
                     raise TraceError(clash.message(self.source, f"{where}[{position}]")) from None
                 if found is None:
                     self.document(item, f"{where}[{position}]")  # a JSON line, a trace
@@ -110,7 +113,7 @@ class _Collector:
             raise self.fail(f"{type_name(raw)} at {where}")
         try:
             found = self._document(raw)
-        except Ambiguous as clash:
+        except (Ambiguous, Nested) as clash:
             raise TraceError(clash.message(self.source, where)) from None
         if found is not None:
             self.read_as(found, raw, where)
@@ -121,6 +124,7 @@ class _Collector:
         raise self.fail(f"a JSON object with keys {keys} at {where}{held}")
 
     def read_as(self, found: TraceFormat, raw: dict[str, Any], where: str) -> None:
+        self.formats[found.title] = None
         if found.finish is None:
             found.read(raw, self, where)
             return
@@ -198,6 +202,7 @@ def collect_spans(raw: object, *, source: str, registry: Registry = REGISTRY) ->
         collector.log_records,
         unjoined,
         collector.metrics,
+        tuple(collector.formats),
     )
 
 

@@ -24,6 +24,7 @@ import msgspec
 from msgspec import UNSET, Struct, UnsetType
 
 from canon.gates.contracts.execution import StepKind, StepStatus
+from canon.gates.contracts.otel.formats.otlp import FORMAT as OTLP
 from canon.gates.contracts.otel.rawspan import OtlpRun
 from canon.gates.contracts.otel.spans import SpanBatch
 
@@ -188,7 +189,7 @@ def document_batch(documents: list[OtlpDocument]) -> SpanBatch | None:
             scope_name = name if isinstance(name, str) else ""
             entries.append(OtlpRun(scope_name, spans, count, *columns, typed=True))
             count += len(spans)
-    return SpanBatch(entries, resource) if count else None
+    return SpanBatch(entries, resource, formats=(OTLP.title,)) if count else None
 
 
 def field_column(spans: list[OtlpSpan], field: str) -> list[Any]:

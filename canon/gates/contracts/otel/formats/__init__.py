@@ -26,7 +26,7 @@ from canon.gates.contracts.otel.formats import (
     span_list,
     zipkin,
 )
-from canon.gates.contracts.otel.formats.base import TraceFormat, Where
+from canon.gates.contracts.otel.formats.base import TraceFormat, Where, held_trace
 
 FORMATS: tuple[TraceFormat, ...] = (
     otlp.FORMAT,
@@ -59,6 +59,26 @@ class Ambiguous(Exception):  # not an error to show: the collector names the fil
             f"{source}: the object at {path} reads as both {self.first.title} "
             f"({self.first.name}) and {self.second.title} ({self.second.name}); Canon does not "
             "guess which: export it in one of the two formats"
+        )
+
+
+class Nested(Exception):  # not an error to show: the collector names the file
+    """A one-span format claims an object that also holds spans (or runs, observations,
+    traces) under another key, and no container format claims it: a container, not a span."""
+
+    def __init__(self, span: TraceFormat, key: str, held: int) -> None:
+        super().__init__(span.name, key, held)
+        self.span, self.key, self.held = span, key, held
+
+    def message(self, source: str, path: str) -> str:
+        """The ``TraceError`` text for the object at ``path`` of ``source``."""
+        return (
+            f"{source}: not a trace Canon reads: the object at {path} has the fields of "
+            f"{self.span.title} ({self.span.name}) but also holds {self.held} span-like "
+            f"object(s) under {self.key!r}, which no format Canon reads takes as a "
+            "container; read as one span, its steps would be lost, so Canon does not guess: "
+            'export the spans as a list (`{"spans": [...]}`) or in a format docs/contracts.md '
+            "names"
         )
 
 
@@ -126,6 +146,7 @@ class _Position:
                 if len(self._layouts) >= _MAX_LAYOUTS:
                     self._layouts.clear()
                 self._layouts[layout] = ranks
+        nested = None
         for rank in ranks:
             found = None
             for candidate in rank:
@@ -134,7 +155,14 @@ class _Position:
                         raise Ambiguous(found, candidate)
                     found = candidate
             if found is not None:
+                if found.span_parts is not None:
+                    held = held_trace(raw, found.span_parts)
+                    if held is not None:  # a container, not a span: a later rank may read it
+                        nested = nested or Nested(found, *held)
+                        continue
                 return found
+        if nested is not None:
+            raise nested
         return None
 
 
@@ -151,6 +179,7 @@ __all__ = [
     "FORMATS",
     "REGISTRY",
     "Ambiguous",
+    "Nested",
     "Registry",
     "TraceFormat",
     "Where",

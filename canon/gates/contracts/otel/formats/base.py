@@ -93,6 +93,80 @@ class TraceFormat:
     at: tuple[Where, ...] = (Where.DOCUMENT,)
     rank: int = 0
     finish: Callable[[list[Entry], set[int]], list[Entry]] | None = None
+    span_parts: frozenset[str] | None = None  # set when it reads an object as one span
+
+
+# Keys that mark an object as part of a trace: a span, a run, an observation, or a container.
+_TRACE_MARKS = frozenset(
+    {
+        "spanId",
+        "span_id",
+        "spanID",
+        "spanContext",
+        "name",
+        "span_name",
+        "operationName",
+        "run_type",
+        "child_runs",
+        "parent_run_id",
+        "parentObservationId",
+        "parentUuid",
+        "span_data",
+        "spans",
+        "observations",
+        "resourceSpans",
+        "resource_spans",
+        "batches",
+        "traces",
+        "runs",
+    }
+)
+# Keys that make an object (not in a list) a container of spans or runs.
+_CONTAINER_KEYS = frozenset(
+    {"spans", "observations", "child_runs", "resourceSpans", "resource_spans", "batches"}
+    | {"traces", "runs", "sessionSpans"}
+)
+
+_ENVELOPE_KEYS = ("data", "result", "trace", "evaluationInput")  # an API response's wrappers
+
+
+def held_trace(raw: dict[str, Any], parts: frozenset[str]) -> tuple[str, int] | None:
+    """Trace content an object holds beside what a one-span reader reads as the span's own
+    (``parts``): the first other key holding span-like objects (a list of spans, runs,
+    observations or traces, or an object holding such a list), and how many; None if none.
+
+    An object that holds them is a container, never a span: read as one span, its steps
+    would be lost without an error.
+    """
+    for key, value in raw.items():
+        if key in parts:
+            continue
+        if type(value) is list:
+            held = sum(1 for item in value if _listed_part(item))
+            if held:
+                return str(key), held
+        elif type(value) is dict and _trace_part(value, False):
+            return str(key), 1
+    return None
+
+
+def _listed_part(item: object) -> bool:
+    """Whether an array element is a span (or run ...), a container, an array of them (a
+    Datadog trace), or one written as JSON text."""
+    if type(item) is dict:
+        return _trace_part(item, True)
+    if type(item) is list:
+        return any(map(_listed_part, item))
+    return type(item) is str and item.lstrip().startswith("{")
+
+
+def _trace_part(item: dict[str, Any], listed: bool) -> bool:
+    """Whether an object holds spans (or runs ...), or is one when ``listed`` in an array."""
+    if listed and not _TRACE_MARKS.isdisjoint(item):
+        return True
+    return not _CONTAINER_KEYS.isdisjoint(item) or any(
+        type(item.get(inner)) in (list, dict) for inner in _ENVELOPE_KEYS
+    )
 
 
 def text(value: object) -> str:

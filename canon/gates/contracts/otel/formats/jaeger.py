@@ -154,4 +154,5 @@ SPAN = TraceFormat(
     keys=("spanID", "operationName"),
     read=_read_span,
     at=(Where.ITEM,),
+    span_parts=frozenset({"references", "tags", "logs", "process", "warnings"}),
 )

@@ -10,7 +10,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from canon.gates.contracts.otel.formats.base import SpanSink, TraceFormat, Where, text
+from canon.gates.contracts.otel.formats.base import (
+    SpanSink,
+    TraceFormat,
+    Where,
+    held_trace,
+    text,
+)
 from canon.gates.contracts.otel.formats.otlp import OTLP_KEYS, otlp_raw_span
 from canon.gates.contracts.otel.rawspan import RawSpan
 from canon.gates.contracts.otel.shapes import sdk_fields
@@ -34,6 +40,29 @@ _SPAN_MARKERS = (
     "operationName",
 )
 
+# What a span holds of its own (lists and objects that are no spans of the trace)
+SPAN_PARTS = frozenset(
+    {
+        "attributes",
+        "events",
+        "span_events",
+        "links",
+        "resource",
+        "context",
+        "spanContext",
+        "parent",
+        "parentSpanContext",
+        "status",
+        "instrumentation_scope",
+        "instrumentationScope",
+        "instrumentationLibrary",
+        "scope",
+        "startTime",
+        "endTime",
+        "duration",
+    }
+)
+
 
 def looks_like_span(item: dict[str, Any]) -> bool:
     """Whether an object has a span's marks (and is no OTLP document)."""
@@ -44,6 +73,12 @@ def read_span(span: object, scope: str, sink: SpanSink) -> None:
     """Read one span in OTLP JSON or OTel-SDK shape into ``sink``."""
     if not isinstance(span, dict):
         return  # a stray scalar in a span list is noise, not a span
+    held = held_trace(span, SPAN_PARTS)
+    if held is not None:
+        raise sink.fail(
+            f"a span in a span list that also holds {held[1]} span-like object(s) under "
+            f"{held[0]!r} (a container, not a span: read as one, its steps would be lost)"
+        )
     name = span.get("name")
     if name is None:
         name = span.get("span_name")  # Okahu exports
@@ -107,4 +142,5 @@ FORMAT = TraceFormat(
     read=_read,
     at=(Where.DOCUMENT, Where.ITEM),
     rank=1,
+    span_parts=SPAN_PARTS,
 )

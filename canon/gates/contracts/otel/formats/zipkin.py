@@ -75,4 +75,5 @@ FORMAT = TraceFormat(
     keys=("id",),
     read=_read,
     at=(Where.DOCUMENT, Where.ITEM),
+    span_parts=frozenset({"tags", "localEndpoint", "remoteEndpoint", "annotations"}),
 )
