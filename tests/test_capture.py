@@ -248,6 +248,14 @@ def test_agent(canon_trace, canon_metric, server, calls):
     canon_metric.assert_coheres("I refunded it under handbook 4.2.", trace=canon_trace)
 
 
+def test_a_baseline_check_reads_the_trace(canon_trace, canon_baseline, server):
+    client = openai.OpenAI(base_url=server.base_url, api_key="local", max_retries=0)
+    client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "refund for the baseline"}]
+    )
+    canon_baseline.check("I refunded it under handbook 4.2.", id="traced", trace=canon_trace)
+
+
 def test_an_agent_that_made_no_call_is_refused(canon_trace, canon_metric):
     from canon.gates.contracts import TraceError
 
@@ -270,11 +278,18 @@ def traced_project(pytester: pytest.Pytester) -> pytest.Pytester:
         "judge_model: mock:judge-script.yaml\n"
         "constitution_path: constitution.yaml\n"
         "contract: contract.yaml\n"
+        "baselines_dir: baselines\n"
     )
     pytester.makepyfile(test_agent=PYTEST_TESTS)
     return pytester
 
 
 def test_the_canon_trace_fixture_works_under_xdist(traced_project):
-    result = traced_project.runpytest_subprocess("-q", "-n", "2", "-p", "no:randomly")
-    result.assert_outcomes(passed=5)
+    result = traced_project.runpytest_subprocess(
+        "-q", "-n", "2", "-p", "no:randomly", "--canon-accept"
+    )
+    result.assert_outcomes(passed=6)
+    # the baseline check read the request from the test's trace, as an input does
+    recorded = (traced_project.path / "baselines" / "pytest.json").read_text()
+    expected = Artifact("x", input="refund for the baseline").input_digest
+    assert f'"input": "{expected}"' in recorded and '"traced"' in recorded
