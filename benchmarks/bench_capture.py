@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import statistics
 import time
+from collections.abc import Callable
 
 import openai
 from bench_judge import _fake_server
@@ -55,6 +56,18 @@ def _round(client: openai.OpenAI, calls: int, tests: int) -> tuple[float, float]
     return spent[_plain] / tests, spent[_captured] / tests
 
 
+def _empty_block() -> None:
+    with capture_trace():
+        pass
+
+
+def _per_call(work: Callable[[], object], times: int) -> float:
+    start = time.perf_counter()
+    for _ in range(times):
+        work()
+    return (time.perf_counter() - start) / times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=5, help="model calls per test")
@@ -74,6 +87,10 @@ def main() -> None:
             plain_times.append(plain)
             captured_times.append(captured)
             added.append((captured - plain) / plain)
+        with capture_trace() as one:
+            _test(client, args.calls)
+        enter_exit = _per_call(_empty_block, 2000)
+        reading = _per_call(lambda: one.trace, 500)
     print(
         f"{args.calls} calls per test, latency {args.latency * 1000:.0f} ms, "
         f"{args.tests} tests x {args.rounds} rounds per arm"
@@ -83,6 +100,10 @@ def main() -> None:
         ("with capture_trace() + .trace", captured_times),
     ):
         print(f"{label:<38} {statistics.median(times) * 1e3:.2f} ms")
+    print(
+        f"capture's own cost per test: enter/exit {enter_exit * 1e6:.0f} us, "
+        f".trace of {args.calls} spans {reading * 1e6:.0f} us"
+    )
     print(
         f"added: median {statistics.median(added) * 100:+.1f} % "
         f"(rounds: {', '.join(f'{value * 100:+.1f}' for value in added)})"
