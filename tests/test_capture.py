@@ -128,6 +128,15 @@ def test_spans_outside_the_block_are_not_captured(server):
     assert captured.request == "inside the refund block"
 
 
+def test_a_nested_block_keeps_its_own_spans(server):
+    with capture_trace() as outer:
+        _ask(server, "refund outer")
+        with capture_trace() as inner:
+            _ask(server, "refund inner")
+    assert _inputs(outer) == ["refund outer"]
+    assert _inputs(inner) == ["refund inner"]
+
+
 def test_a_block_that_emits_nothing_is_refused_never_an_empty_pass():
     with capture_trace() as captured:
         pass
@@ -214,6 +223,23 @@ def test_a_tracer_provider_that_is_not_the_sdk_s_is_refused(monkeypatch):
     refused = pytest.raises(UsageError, match=r"SDK TracerProvider.*VendorProvider")
     with refused, capture_trace():
         pass
+
+
+def test_the_reporting_metric_keeps_the_captured_run_for_its_events(server, constitution):
+    from canon.pytest_plugin.telemetry import EventRecorder, ReportingMetric
+    from canon.report.otel_export import trace_links
+
+    recorder = EventRecorder()
+    judge = MockJudge(script={"contradict": "no", "__default__": "yes"})
+    metric = ReportingMetric(recorder, constitution=constitution, judge=judge)
+    with capture_trace() as captured:
+        answer = _ask(server, "What is the refund policy?")
+    metric.assert_coheres(answer, trace=captured)
+    kept = recorder.judged[0].artifact
+    assert kept.input == "What is the refund policy?"
+    links, notes = trace_links([kept])
+    assert notes == []
+    assert links[kept.key].trace_id == f"{captured.trace_id:032x}"
 
 
 def test_capture_trace_is_public():
