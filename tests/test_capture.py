@@ -107,6 +107,16 @@ def test_a_missing_step_fails_the_captured_run_before_the_judge(server, constitu
         metric.assert_coheres(answer, trace=captured)
 
 
+def test_a_model_call_that_failed_is_a_failed_step(server, constitution):
+    server.script("broken", always="500")
+    with capture_trace() as captured, pytest.raises(openai.InternalServerError):
+        _ask(server, "broken call")
+    (span,) = captured.otlp["resourceSpans"][0]["scopeSpans"][0]["spans"]
+    assert span["status"]["code"] == 2 and span["events"][0]["name"] == "exception"
+    result = _metric(constitution, NEEDS_A_MODEL_CALL).score("Sorry.", trace=captured)
+    assert result.stopped_by == "contract"
+
+
 def test_the_request_is_read_from_the_captured_trace_unless_given(server):
     with capture_trace() as captured:
         _ask(server, "What is the refund policy?")
