@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import shutil
+import subprocess
 import sys
 import threading
 from collections.abc import Iterator
@@ -216,6 +217,24 @@ def test_the_provider_in_use_keeps_exporting_the_spans(server):
     assert [span.context.span_id for span in exported.get_finished_spans()] == [
         span.context.span_id for span in captured.spans
     ]
+
+
+def test_with_no_provider_set_canon_installs_one():
+    # a fresh interpreter: the global provider can be set once per process
+    script = (
+        "from opentelemetry import trace\n"
+        "from canon import capture_trace\n"
+        "assert type(trace.get_tracer_provider()).__name__ == 'ProxyTracerProvider'\n"
+        "tracer = trace.get_tracer('agent')\n"
+        "with capture_trace() as captured:\n"
+        "    with tracer.start_as_current_span('lookup_policy'):\n"
+        "        pass\n"
+        "print(type(trace.get_tracer_provider()).__name__, [s.name for s in captured.spans])\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.split() == ["TracerProvider", "['lookup_policy']"]
 
 
 def test_without_the_sdk_capture_names_the_extra(monkeypatch):

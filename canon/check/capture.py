@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import base64
 import threading
+import weakref
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
@@ -31,7 +32,8 @@ if TYPE_CHECKING:
 INSTALL_LINE = 'pip install "canon-testing[otel]"'
 SOURCE = "the captured trace"
 _LOCK = threading.Lock()
-_ROUTERS: dict[int, _Router] = {}  # id(provider) -> its router, added to it once
+# provider -> its router, added to it once (a provider dropped takes its router with it)
+_ROUTERS: weakref.WeakKeyDictionary[Any, _Router] = weakref.WeakKeyDictionary()
 
 
 @dataclass(eq=False)
@@ -148,7 +150,9 @@ def _router() -> tuple[Any, _Router]:
     with _LOCK:
         provider = trace_api.get_tracer_provider()
         if not isinstance(provider, TracerProvider):
-            if type(provider).__name__ not in ("ProxyTracerProvider", "NoOpTracerProvider"):
+            if not isinstance(
+                provider, trace_api.ProxyTracerProvider | trace_api.NoOpTracerProvider
+            ):
                 raise UsageError(
                     f"capture_trace() records through an OpenTelemetry SDK TracerProvider; the "
                     f"one in use is a {type(provider).__module__}.{type(provider).__name__}"
@@ -158,9 +162,9 @@ def _router() -> tuple[Any, _Router]:
             provider = trace_api.get_tracer_provider()  # the first one set wins
             if not isinstance(provider, TracerProvider):  # pragma: no cover - set elsewhere
                 raise UsageError("capture_trace() could not install an SDK TracerProvider")
-        router = _ROUTERS.get(id(provider))
+        router = _ROUTERS.get(provider)
         if router is None:
-            router = _ROUTERS[id(provider)] = _Router()
+            router = _ROUTERS[provider] = _Router()
             provider.add_span_processor(_processor(router))
     return trace_api, router
 
