@@ -10,6 +10,7 @@ import importlib as _importlib
 import typing as _typing
 
 if _typing.TYPE_CHECKING:
+    from canon.check.capture import TraceCapture, capture_trace
     from canon.check.metric import CoherenceMetric
     from canon.core.artifact import Artifact, Message
     from canon.core.baseline import Baseline
@@ -38,6 +39,8 @@ _HOMES = {
     "Principle": "canon.core.constitution",
     "Question": "canon.core.rubric",
     "Rubric": "canon.core.rubric",
+    "TraceCapture": "canon.check.capture",
+    "capture_trace": "canon.check.capture",
     "constitution_from_file": "canon.project.store",
     "gate": "canon.core.compare",
     "load_rubric": "canon.project.store",
@@ -61,6 +64,8 @@ __all__ = [
     "Principle",
     "Question",
     "Rubric",
+    "TraceCapture",
+    "capture_trace",
     "constitution_from_file",
     "gate",
     "load_rubric",

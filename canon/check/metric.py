@@ -7,11 +7,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
 
+from canon.check.capture import traced_artifact
 from canon.check.gate_loading import ContractSpec, PolicySpec, contract_gate, policy_gate
 from canon.check.pipeline import score_run
 from canon.check.plan import build_plan
 from canon.check.runner import ArtifactGate, ScoringPlan
-from canon.core.artifact import as_artifact
 from canon.core.constitution import Constitution
 from canon.core.evidence import DecisionRule
 from canon.core.rubric import refuse_rubric_override
@@ -111,36 +111,54 @@ class CoherenceMetric:
         return self._plan.threshold
 
     async def ascore(
-        self, artifact: object, *, input: object = None, context: object = None
+        self,
+        artifact: object,
+        *,
+        input: object = None,
+        context: object = None,
+        trace: object = None,
     ) -> ArtifactResult:
         """Score one artifact (text or Artifact) without blocking the event loop.
 
         ``input`` is the request it answers (text, or a list of ``{role, content}``
         messages) and ``context`` what the agent had to work with (text or a list of texts);
-        the judge sees both. A failing verdict is confirmed by re-asking the judge first
-        (``rule``), so one noisy answer does not make the artifact non-canon.
+        the judge sees both. ``trace`` (a ``capture_trace()`` capture, or any trace the
+        contract gate reads) replaces the artifact's; when no ``input`` is given, the
+        request is read from a captured trace. A failing verdict is confirmed by re-asking
+        the judge first (``rule``), so one noisy answer does not make the artifact non-canon.
         """
         if self._limiter.tripped is not None:  # a past outage must not doom later calls
             self._limiter = AdaptiveLimiter(self._plan.concurrency)
-        item = as_artifact(artifact, input=input, context=context)
+        item = traced_artifact(artifact, input=input, context=context, trace=trace)
         confirmation = await score_run(self._plan, [item], limiter=self._limiter)
         return confirmation.results[0]
 
     def score(
-        self, artifact: object, *, input: object = None, context: object = None
+        self,
+        artifact: object,
+        *,
+        input: object = None,
+        context: object = None,
+        trace: object = None,
     ) -> ArtifactResult:
-        """Score one artifact (text or Artifact), with the ``input`` and ``context`` it had."""
-        return run_sync(self.ascore(artifact, input=input, context=context))
+        """Score one artifact (text or Artifact), with the ``input``, ``context`` and
+        ``trace`` it had."""
+        return run_sync(self.ascore(artifact, input=input, context=context, trace=trace))
 
     def assert_coheres(
-        self, artifact: object, *, input: object = None, context: object = None
+        self,
+        artifact: object,
+        *,
+        input: object = None,
+        context: object = None,
+        trace: object = None,
     ) -> ArtifactResult:
         """Return the result if the artifact is canon; raise AssertionError naming what failed.
 
         When the judge could not answer and nothing else counts against the artifact, it
         raises JudgeUnavailableError instead: a broken judge is a test error, not a failure.
         """
-        result = self.score(artifact, input=input, context=context)
+        result = self.score(artifact, input=input, context=context, trace=trace)
         if result.canon:
             return result
         if not fails_on_evidence(result):

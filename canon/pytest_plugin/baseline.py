@@ -17,10 +17,11 @@ from typing import Any
 
 import pytest
 
+from canon.check.capture import traced_artifact
 from canon.check.metric import CoherenceMetric
 from canon.check.pipeline import baseline_from_run, compare_run, score_run, suite_cells
 from canon.check.provenance import refuse_changed_judge
-from canon.core.artifact import Artifact, as_artifact
+from canon.core.artifact import Artifact
 from canon.core.baseline import Baseline, baseline_to_data, require_same_rubric
 from canon.core.compare import Comparison
 from canon.core.scoring import ArtifactResult
@@ -112,11 +113,13 @@ class CanonBaseline:
         id: str | None = None,
         input: object = None,
         context: object = None,
+        trace: object = None,
     ) -> ArtifactResult:
         """Compare one artifact with its baseline record (or record it under --canon-accept);
-        ``input`` and ``context`` are what it answered and what the agent had."""
+        ``input`` and ``context`` are what it answered and what the agent had, ``trace`` its
+        run (a ``canon_trace`` capture: the request is read from it when no input is given)."""
         self._count += 1
-        item = as_artifact(artifact, input=input, context=context)
+        item = traced_artifact(artifact, input=input, context=context, trace=trace)
         key = id or item.id or f"{self._node.nodeid}#{self._count}"
         item = dataclasses.replace(item, id=key)
         plan, rule = self._metric.plan, self._metric.rule

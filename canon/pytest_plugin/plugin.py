@@ -10,12 +10,14 @@ the tests that use it are errors (not failures) naming the file and the problem.
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pytest
 
 if TYPE_CHECKING:
+    from canon.check.capture import TraceCapture
     from canon.check.metric import CoherenceMetric
     from canon.core.constitution import Constitution
     from canon.project.config import Config
@@ -169,6 +171,16 @@ def canon_baseline(
         request.node,
         recorder=_recorder(request.config, canon_config),
     )
+
+
+@pytest.fixture
+def canon_trace() -> Iterator[TraceCapture]:
+    """The OpenTelemetry spans this test emits (``canon.capture_trace()`` around it): pass
+    it as ``assert_coheres(text, trace=canon_trace)`` to run the contract gate on them."""
+    from canon.check.capture import capture_trace
+
+    with capture_trace() as capture:
+        yield capture
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

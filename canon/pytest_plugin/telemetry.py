@@ -15,7 +15,7 @@ from typing import Any
 
 from canon.check.metric import CoherenceMetric
 from canon.check.runner import ScoringPlan
-from canon.core.artifact import Artifact, as_artifact
+from canon.core.artifact import Artifact
 from canon.core.compare import Comparison
 from canon.core.scoring import ArtifactResult
 from canon.errors import UsageError
@@ -132,10 +132,17 @@ class ReportingMetric(CoherenceMetric):
         return metric
 
     async def ascore(
-        self, artifact: object, *, input: object = None, context: object = None
+        self,
+        artifact: object,
+        *,
+        input: object = None,
+        context: object = None,
+        trace: object = None,
     ) -> ArtifactResult:
         """Score as CoherenceMetric does, and keep the verdict for the session's events."""
-        item = as_artifact(artifact, input=input, context=context)
+        from canon.check.capture import traced_artifact
+
+        item = traced_artifact(artifact, input=input, context=context, trace=trace)
         result = await super().ascore(item)
         self._recorder.add(self.plan, item, result, suite=METRIC_SUITE)
         return result

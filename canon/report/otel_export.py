@@ -1,7 +1,8 @@
 """The OpenTelemetry edge: send evaluation events as OTLP/HTTP log records.
 
-The OpenTelemetry SDK is the optional ``otel`` extra; this is the one module that imports
-it, always inside a function, so ``canon`` works without it. ``otel_events`` makes the
+The OpenTelemetry SDK is the optional ``otel`` extra; this is the one module that sends
+through it (``canon.check.capture`` records a test's spans through it), always importing
+it inside a function, so ``canon`` works without it. ``otel_events`` makes the
 values; this module sends them, for both interfaces (the commands' ``--otel`` and the
 pytest plugin's ``--canon-otel``), so it sits below them. The endpoint, headers, timeout
 and service name come from the standard ``OTEL_*`` variables, read by the SDK.
