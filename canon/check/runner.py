@@ -16,15 +16,16 @@ from canon.core.scoring import (
     Answer,
     ArtifactResult,
     Cell,
+    Look,
     judge_verdict,
     refused_cell,
     score_cell,
     stopped_verdict,
     unscored_cell,
 )
-from canon.core.usage import total
+from canon.core.usage import Usage, total
 from canon.errors import JudgeError, JudgeRefusedError, JudgeScriptError
-from canon.judge.base import Judge, JudgeRequest
+from canon.judge.base import Judge, JudgeRequest, ResponseAnswers, ResponseJudge, response_judge
 from canon.judge.concurrency import AdaptiveLimiter
 from canon.judge.prompt_cache import prefix_shares
 
@@ -102,12 +103,119 @@ async def score_artifact(
         return replace(stopped_verdict(artifact.key, plan.threshold, outcomes), digest=digest)
     limiter = limiter or AdaptiveLimiter(plan.concurrency)
     questions = plan.questions
+    whole = response_judge(plan.judge_for(0))
+    if whole is not None:
+        cells = await _by_response(plan, whole, artifact, questions, limiter)
+        return replace(judge_verdict(artifact.key, cells, plan.threshold, outcomes), digest=digest)
     shares = prefix_shares(questions)
     if artifact.replicates:
         cells = await all_of([_pooled(plan, artifact, q, limiter, shares[q.id]) for q in questions])
     else:
         cells = await all_of([_ask(plan, artifact, q, limiter, shares[q.id]) for q in questions])
     return replace(judge_verdict(artifact.key, cells, plan.threshold, outcomes), digest=digest)
+
+
+def wordings(question: Question) -> int:
+    """How many fixed wordings a question has (its own text and its alternatives)."""
+    return len(question.wordings) + 1
+
+
+def response_requests(
+    plan: ScoringPlan, response: Artifact, questions: Sequence[Question]
+) -> list[JudgeRequest]:
+    """What one call about one response asks a whole-response judge: every question in
+    every one of its wordings (the request's variant is the wording). Scoring and the
+    estimate both build the call here."""
+    return [
+        plan.request(response, question, wording)
+        for question in questions
+        for wording in range(wordings(question))
+    ]
+
+
+async def _by_response(
+    plan: ScoringPlan,
+    judge: ResponseJudge,
+    artifact: Artifact,
+    questions: Sequence[Question],
+    limiter: AdaptiveLimiter,
+) -> list[Cell]:
+    """The first pass with a judge that answers a whole response in one call: one call per
+    response, every question in every wording; each cell keeps its answers as looks and
+    pools them (canon.core.scoring.Cell.looks). A question any look of which has no usable
+    answer is unscored (refused, when the judge refused it): never a pass."""
+    responses = [artifact.replicate(i) for i in range(len(artifact.texts))]
+    calls = await all_of([_call(plan, judge, r, questions, limiter) for r in responses])
+    cells: list[Cell] = []
+    position = 0
+    for index, question in enumerate(questions):
+        count = wordings(question)
+        looks: list[Look] = []
+        failure: JudgeError | None = None
+        # A call's usage rides on its first question's cell, so a run's total counts it once;
+        # the other cells a call answered cost nothing more (an answer from the cache alone
+        # has no usage: an answer without a call).
+        made = [c.usage for c in calls if c.usage is not None]
+        usage = (total(made) if index == 0 else Usage()) if made else None
+        for response, call in enumerate(calls):
+            for wording in range(count):
+                outcome = call.outcomes.get(position + wording)
+                if outcome is None:
+                    outcome = JudgeError(f"question {question.id}: no answer")
+                if isinstance(outcome, JudgeError):
+                    failure = failure or outcome
+                    continue
+                try:
+                    cell = score_cell(question, outcome)
+                except JudgeError as exc:
+                    failure = failure or exc
+                    continue
+                looks.append(Look(response, wording, cell.distribution))
+        position += count
+        cells.append(_pooled_looks(question, looks, failure, usage))
+    return cells
+
+
+def _pooled_looks(
+    question: Question, looks: Sequence[Look], failure: JudgeError | None, usage: Usage | None
+) -> Cell:
+    """One cell from its looks: the mean over responses of each response's mean."""
+    if failure is not None:
+        if isinstance(failure, JudgeRefusedError):
+            return refused_cell(question, str(failure), usage)
+        return unscored_cell(question, str(failure), usage, error_type=type(failure).__name__)
+    by_response: dict[int, list[Look]] = {}
+    for look in looks:
+        by_response.setdefault(look.response, []).append(look)
+    mixed: dict[str, float] = {}
+    for group in by_response.values():
+        for look in group:
+            for label, mass in look.distribution:
+                share = mass / len(group) / len(by_response)
+                mixed[label] = mixed.get(label, 0.0) + share
+    try:
+        cell = score_cell(question, Answer(mixed, None, usage))
+    except JudgeError as exc:
+        return unscored_cell(question, str(exc), usage, error_type=type(exc).__name__)
+    return cell._replace(looks=tuple(looks)) if len(looks) > 1 else cell
+
+
+async def _call(
+    plan: ScoringPlan,
+    judge: ResponseJudge,
+    response: Artifact,
+    questions: Sequence[Question],
+    limiter: AdaptiveLimiter,
+) -> ResponseAnswers:
+    """One call about one response; a call that fails leaves each of its asks unscored."""
+    requests = response_requests(plan, response, questions)
+    try:
+        async with limiter:  # a tripped breaker raises here: every question unscored
+            return await judge.answer_all(requests)
+    except JudgeScriptError:
+        raise
+    except JudgeError as exc:
+        return ResponseAnswers(dict.fromkeys(range(len(requests)), exc), exc.usage)
 
 
 async def _pooled(
@@ -138,9 +246,11 @@ async def _pooled(
     spent = [c.usage for c in cells if c.usage is not None]
     usage = total(spent) if spent else None
     try:
-        return score_cell(question, Answer(mixed, cells[0].rationale, usage))
+        pooled = score_cell(question, Answer(mixed, cells[0].rationale, usage))
     except JudgeError as exc:
         return unscored_cell(question, str(exc))
+    # each response's answer stays a look of its own (wording 0: the first ask's)
+    return pooled._replace(looks=tuple(Look(i, 0, c.distribution) for i, c in enumerate(cells)))
 
 
 async def _ask(

@@ -297,6 +297,45 @@ class Ledger:
         self.calls = 0
         self.reserved = 0.0
 
+    def reserve(self, guess: float | None) -> float:
+        """Reserve one request's likely cost (None: unknown, so any budget refuses it), or
+        stop the run before it crosses ``max_cost``."""
+        guess = math.inf if guess is None else guess
+        if self.calls:  # requests so far say what one really costs here; trust the larger
+            guess = max(guess, self.spent / self.calls)
+        if self.spent + self.reserved + guess > self.max_cost:
+            raise BudgetExceededError(
+                f"stopped before crossing max_cost {format_cost(self.max_cost)} in "
+                f"{self.source}: {self.calls} request(s) spent {format_cost(self.spent)} "
+                f"and the next would cost about {format_cost(guess)}; the answers paid for are "
+                "in the answer cache (a re-run reuses them); raise max_cost to finish the run"
+            )
+        self.reserved += guess
+        return guess
+
+    def book(self, reserved: float, spent: Usage | None) -> None:
+        """Release a reservation and book the request's real cost (its guess if unpriced)."""
+        self.reserved -= reserved
+        if spent is None:
+            return  # no reply came (a timeout, a refused connection): nothing to pay
+        self.calls += 1
+        self.spent += reserved if spent.cost is None else spent.cost
+
+
+class CallBudget:
+    """The run's ``Ledger`` as the guard of a judge priced per call (a decision model)."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+    def reserve_cost(self, guess: float | None) -> float:
+        """Reserve a call's likely cost, or stop the run before it crosses the budget."""
+        return self.ledger.reserve(guess)
+
+    def book(self, reserved: float, spent: Usage | None) -> None:
+        """Book what the call cost."""
+        self.ledger.book(reserved, spent)
+
 
 class BudgetJudge:
     """A judge whose every request is refused when it could take the run past ``max_cost``.
@@ -342,21 +381,9 @@ class BudgetJudge:
         from canon.judge.litellm_module import load_litellm
 
         litellm = load_litellm()
-        ledger = self.ledger
         prompt = self._count_prompt(litellm, model, messages)
         guess = price_of(litellm, model, prompt, samples * completion_guess(self.inner))
-        guess = math.inf if guess is None else guess
-        if ledger.calls:  # requests so far say what one really costs here; trust the larger
-            guess = max(guess, ledger.spent / ledger.calls)
-        if ledger.spent + ledger.reserved + guess > ledger.max_cost:
-            raise BudgetExceededError(
-                f"stopped before crossing max_cost {format_cost(ledger.max_cost)} in "
-                f"{ledger.source}: {ledger.calls} request(s) spent {format_cost(ledger.spent)} "
-                f"and the next would cost about {format_cost(guess)}; the answers paid for are "
-                "in the answer cache (a re-run reuses them); raise max_cost to finish the run"
-            )
-        ledger.reserved += guess
-        return guess
+        return self.ledger.reserve(guess)
 
     def _count_prompt(self, litellm: Any, model: str, messages: list[dict[str, str]]) -> int:
         """The request's prompt tokens, counted once however often it is retried or topped up."""
@@ -374,12 +401,7 @@ class BudgetJudge:
 
     def book(self, reserved: float, spent: Usage | None) -> None:
         """Release a reservation and book the request's real cost (its guess if unpriced)."""
-        ledger = self.ledger
-        ledger.reserved -= reserved
-        if spent is None:
-            return  # no reply came (a timeout, a refused connection): nothing to pay
-        ledger.calls += 1
-        ledger.spent += reserved if spent.cost is None else spent.cost
+        self.ledger.book(reserved, spent)
 
     def prepaid(self, cost: float) -> None:
         """Book what a batch already spent, so the online rest is held to what is left."""

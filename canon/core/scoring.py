@@ -45,6 +45,16 @@ class Answer:
     usage: Usage | None = field(default=None, compare=False)
 
 
+class Look(NamedTuple):
+    """One answer behind a cell that holds several: which response it was about and which
+    of the question's fixed wordings asked it (its choice order is that wording's,
+    ``canon.core.prompt.choice_order``)."""
+
+    response: int  # the replicate, 0 for an artifact of one response
+    wording: int  # 0 is the question's own text, k its k-th fixed alternative
+    distribution: tuple[tuple[str, float], ...]
+
+
 class Cell(NamedTuple):
     """One question's outcome for one artifact.
 
@@ -62,6 +72,11 @@ class Cell(NamedTuple):
     error: str | None = None  # why the judge could not answer (unscored and refused cells)
     usage: Usage | None = None  # what answering it spent; None when no call was made
     error_type: str | None = None  # the class of that failure (an exception name), if known
+    # Every answer the first pass got for the cell when it got more than one (a decision
+    # judge answers every wording about every response in one call per response; replicates
+    # give one answer per response); ``distribution`` is the mean over responses of the mean
+    # over each response's looks. Empty: ``distribution`` is the cell's one answer.
+    looks: tuple[Look, ...] = ()
 
     @property
     def id(self) -> str:

@@ -1,8 +1,10 @@
-"""The judge protocol: one question about one artifact under one constitution."""
+"""The judge protocol: one question about one artifact under one constitution; and the
+protocol of a judge that answers every question about one response in one call."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Protocol, runtime_checkable
 
 from canon.core.artifact import Artifact, input_text
@@ -10,6 +12,8 @@ from canon.core.constitution import Constitution
 from canon.core.prompt import JudgePrompt, render_prompt
 from canon.core.rubric import Question
 from canon.core.scoring import Answer
+from canon.core.usage import Usage
+from canon.errors import JudgeError
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,3 +61,42 @@ class Judge(Protocol):
     async def answer(self, request: JudgeRequest) -> Answer:
         """Answer one question with a distribution over its choices."""
         ...
+
+
+@dataclass(frozen=True, slots=True)
+class ResponseAnswers:
+    """What one call about one response answered: per request (by its index in the call),
+    an answer or the error that leaves it unscored (``JudgeRefusedError``: refused)."""
+
+    outcomes: Mapping[int, Answer | JudgeError]
+    usage: Usage | None = field(default=None, compare=False)  # None: no call was made
+    # The model the response says answered (a versioned id behind an alias), if it says.
+    model: str | None = None
+
+
+@runtime_checkable
+class ResponseJudge(Judge, Protocol):
+    """A judge that answers many questions about one response in one call (a decision
+    model): every rubric question in every one of its fixed wordings."""
+
+    @property
+    def deterministic(self) -> bool:
+        """Whether an identical request always gets the identical answer."""
+        ...
+
+    async def answer_all(self, requests: Sequence[JudgeRequest]) -> ResponseAnswers:
+        """Answer every request in one call. The requests share one artifact (one response)
+        and ask distinct (question, wording) pairs; ``request.variant`` is the wording."""
+        ...
+
+
+def is_deterministic(judge: Judge) -> bool:
+    """Whether ``judge`` gives an identical request the identical answer every time (a
+    decision model; an LLM judge that re-asks at temperature 0): asking it again the same
+    way is then no new evidence. Wrappers (cache, budget) say what the judge inside says."""
+    return bool(getattr(judge, "deterministic", False))
+
+
+def response_judge(judge: Judge) -> ResponseJudge | None:
+    """``judge`` when it answers a whole response in one call, else None."""
+    return judge if isinstance(judge, ResponseJudge) else None

@@ -26,13 +26,20 @@ import hashlib
 import json
 import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from canon.core.scoring import Answer, score_cell
 from canon.errors import CacheError, JudgeError
-from canon.judge.base import Judge, JudgeRequest, request_prompt
+from canon.judge.base import (
+    Judge,
+    JudgeRequest,
+    ResponseAnswers,
+    ResponseJudge,
+    is_deterministic,
+    request_prompt,
+)
 
 # Bump when the key or the stored form changes: old entries then simply stop matching.
 CACHE_FORMAT = 2
@@ -240,6 +247,11 @@ class CachingJudge:
     def __repr__(self) -> str:
         return f"CachingJudge({self.inner!r}, {str(self.cache.path)!r})"
 
+    @property
+    def deterministic(self) -> bool:
+        """What the judge inside says (a cached answer is its answer)."""
+        return is_deterministic(self.inner)
+
     async def answer(self, request: JudgeRequest) -> Answer:
         """The cached answer, or the inner judge's (stored for next time)."""
         key = answer_key(self._identity, request)
@@ -253,6 +265,38 @@ class CachingJudge:
         self.misses += 1
         self.cache.put(key, answer)
         return answer
+
+
+class CachingResponseJudge(CachingJudge):
+    """A cached judge that answers a whole response in one call: the cache still keeps
+    answers per question (and wording), and the call asks only what the cache lacks."""
+
+    inner: Any  # an IdentifiedJudge that is also a ResponseJudge
+
+    async def answer_all(self, requests: Sequence[JudgeRequest]) -> ResponseAnswers:
+        """The cached answers, and one call for the rest (stored for next time)."""
+        keys = [answer_key(self._identity, r) for r in requests]
+        outcomes: dict[int, Answer | JudgeError] = {}
+        missing: list[int] = []
+        for index, (request, key) in enumerate(zip(requests, keys, strict=True)):
+            cached = self.cache.get(key)
+            if cached is not None and _fits(request, cached):
+                self.hits += 1
+                outcomes[index] = cached
+            else:
+                if cached is not None:
+                    self.cache.discarded += 1
+                missing.append(index)
+        if not missing:
+            return ResponseAnswers(outcomes)
+        asked = await self.inner.answer_all([requests[i] for i in missing])
+        self.misses += len(missing)
+        for position, index in enumerate(missing):
+            outcome = asked.outcomes[position]
+            outcomes[index] = outcome
+            if isinstance(outcome, Answer):
+                self.cache.put(keys[index], outcome)  # a failure is never stored
+        return ResponseAnswers(outcomes, asked.usage, asked.model)
 
 
 def _fits(request: JudgeRequest, answer: Answer) -> bool:
@@ -273,6 +317,8 @@ def cached_judge(judge: Judge, path: Path | None) -> Judge:
     """
     if path is None or not isinstance(judge, IdentifiedJudge):
         return judge
+    if isinstance(judge, ResponseJudge):
+        return CachingResponseJudge(judge, AnswerCache(path))
     return CachingJudge(judge, AnswerCache(path))
 
 

@@ -174,6 +174,12 @@ class LiteLLMJudge:
     def __repr__(self) -> str:
         return f"LiteLLMJudge({self.model!r}, samples={self.samples})"
 
+    @property
+    def deterministic(self) -> bool:
+        """Whether a re-ask replays the first answer: both temperatures are 0, so asking the
+        same prompt again is no new evidence (canon.judge.base.is_deterministic)."""
+        return max(self.temperature, self.reask_temperature) == 0.0
+
     def cache_identity(self) -> dict[str, Any]:
         """The settings that shape this judge's answers, for the answer cache's keys."""
         # litellm may take the endpoint from the environment (OPENAI_BASE_URL and the like);

@@ -52,6 +52,19 @@ class SpendGuard(Protocol):
         ...
 
 
+class CallGuard(Protocol):
+    """A budget asked before every call a judge priced by its calls makes (a decision
+    model: input tokens only), and told what the call cost."""
+
+    def reserve_cost(self, guess: float | None) -> float:
+        """Reserve a call's likely cost (None: unknown), or raise BudgetExceededError."""
+        ...
+
+    def book(self, reserved: float, spent: Usage | None) -> None:
+        """Release a reservation and book what the call cost (None: no reply came)."""
+        ...
+
+
 def note_response(litellm: Any, model: str, response: Any) -> Usage:
     """One completion's usage, added to the current meter (if one is open)."""
     usage = response_usage(litellm, model, response)

@@ -34,6 +34,9 @@ def judge_from_spec(
                 f"not to {spec!r}"
             )
         return mock_judge_from_file(base_dir / spec[len(MOCK_PREFIX) :].strip())
+    wire = decision_wire(spec)
+    if wire is not None:
+        return decision_judge(wire, spec, options)
     # Imported here so a mock-only run never loads the model judge's module.
     from canon.judge.litellm_judge import LiteLLMJudge
 
@@ -41,6 +44,44 @@ def judge_from_spec(
         return LiteLLMJudge(litellm_model(spec), **dict(options or {}))
     except UsageError as exc:
         raise ConfigError(f"judge_options: {exc}") from None
+
+
+# judge_options a decision judge takes; the rest shape an LLM's text and mean nothing here.
+DECISION_OPTIONS = frozenset({"timeout", "max_attempts", "api_base"})
+
+
+def decision_wire(spec: str) -> str | None:
+    """The decision wire a ``judge_model`` names (``typesafe:jev-1.13.0`` → ``typesafe``),
+    or None for an LLM judge."""
+    from canon.judge.decisions.wires import WIRES
+
+    provider, colon, _ = spec.strip().partition(":")
+    return provider if colon and provider in WIRES else None
+
+
+def decision_judge(wire: str, spec: str, options: Mapping[str, Any] | None) -> Judge:
+    """The decision judge ``wire:model`` names, with the judge_options it takes."""
+    from canon.judge.decisions.judge import DecisionJudge
+
+    given = dict(options or {})
+    # batch is read by the CLI, which refuses it for a decision judge (no batch wire)
+    others = sorted(set(given) - DECISION_OPTIONS - {"batch"})
+    if others:
+        raise ConfigError(
+            f"judge_options {', '.join(others)} apply to LLM judges only; a decision judge "
+            f"({spec.strip()}) takes {', '.join(sorted(DECISION_OPTIONS))}"
+        )
+    model = spec.strip().partition(":")[2].strip()
+    try:
+        return DecisionJudge(
+            wire,
+            model,
+            api_base=given.get("api_base"),
+            timeout=float(given.get("timeout", 10.0)),
+            max_attempts=int(given.get("max_attempts", 3)),
+        )
+    except UsageError as exc:
+        raise ConfigError(f"judge_model {spec!r}: {exc}") from None
 
 
 def litellm_model(spec: str) -> str:

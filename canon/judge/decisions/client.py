@@ -44,6 +44,7 @@ from canon.judge.decisions.wires import WIRES, Wire
 from canon.judge.failures import Failure
 from canon.judge.litellm_module import JudgeSetupError
 from canon.judge.openai_http import DirectOpenAI, EndpointUnreachable, MalformedReply
+from canon.judge.usage import CallGuard
 
 # Statuses a retry may fix; the first four also mean "send fewer calls".
 _OVERLOAD = (429, 503, 529)
@@ -118,50 +119,45 @@ class DecisionClient:
         return f"{self.wire.name}:{self.model}"
 
     async def decide(
-        self, state: Mapping[str, Any], asked: Sequence[AskedQuestion]
+        self,
+        state: Mapping[str, Any],
+        asked: Sequence[AskedQuestion],
+        guard: CallGuard | None = None,
     ) -> DecisionResult:
-        """One call asking every question in ``asked`` about ``state``."""
+        """One call asking every question in ``asked`` about ``state``; ``guard`` (a run's
+        budget) is asked before every attempt and told what each one cost."""
         if self._refusal is not None:
             raise JudgeCredentialError(str(self._refusal))
         body = self.wire.build(self.model, state, asked)
+        guess = input_price(self.model, estimated_tokens(body)) if guard is not None else None
         limiter = current_limiter()
         failure = Failure("transient", "no attempt was made")
         unread = 0  # replies that came but could not be read: billed, at an unknown cost
         for attempt in range(1, self.max_attempts + 1):
             started = time.monotonic()
+            # Every attempt reserves its cost first, so a budget is crossed by one call at most.
+            reserved = guard.reserve_cost(guess) if guard is not None else 0.0
+            result: DecisionResult | None = None
+            replied = True
             try:
-                async with asyncio.timeout(self.timeout + 1.0):  # a backstop for the transport
-                    status, headers, content = await self._endpoint.post(body)
-            except TimeoutError:
-                failure = Failure(
-                    "transient", f"timed out: no reply within {self.timeout:g} s", overload=True
+                result, failure, unread = await self._attempt(body, asked, failure, unread)
+            except (TimeoutError, EndpointUnreachable) as exc:
+                replied = False
+                failure = (
+                    Failure(
+                        "transient", f"timed out: no reply within {self.timeout:g} s", overload=True
+                    )
+                    if isinstance(exc, TimeoutError)
+                    else Failure("transient", str(exc))
                 )
-            except EndpointUnreachable as exc:
-                failure = Failure("transient", str(exc))
-            except MalformedReply as exc:
-                failure, unread = Failure("malformed", f"an unreadable reply ({exc})"), unread + 1
-            else:
-                if status < 400:
-                    try:
-                        reply = self.wire.read(parse_body(content), asked)
-                    except Unreadable as exc:
-                        failure, unread = (
-                            Failure("malformed", f"an unreadable reply: {exc}"),
-                            unread + 1,
-                        )
-                    else:
-                        if limiter is not None:
-                            limiter.succeeded(started, self.timeout)
-                        return DecisionResult(
-                            reply.model,
-                            self.model,
-                            reply.outcomes,
-                            self._usage(
-                                reply.model, reply.input_tokens, reply.output_tokens, unread
-                            ),
-                        )
-                else:
-                    failure = self._status_failure(status, headers, content)
+            finally:
+                if guard is not None:
+                    spent = result.usage if result is not None else Usage(calls=1, cost=None)
+                    guard.book(reserved, spent if replied else None)
+            if result is not None:
+                if limiter is not None:
+                    limiter.succeeded(started, self.timeout)
+                return result
             if failure.kind == "transient" and limiter is not None:
                 if failure.overload:
                     limiter.overloaded(started, failure.retry_after)
@@ -170,6 +166,25 @@ class DecisionClient:
                 delay = self._delay(attempt, failure.retry_after)
                 await (limiter.pause(delay) if limiter is not None else asyncio.sleep(delay))
         raise self._gave_up(failure, unread)
+
+    async def _attempt(
+        self, body: Mapping[str, Any], asked: Sequence[AskedQuestion], failure: Failure, unread: int
+    ) -> tuple[DecisionResult | None, Failure, int]:
+        """One POST: the result, or why there is none (and the unreadable replies so far).
+        A timeout or a refused connection raises; so does what only a changed setting fixes."""
+        try:
+            async with asyncio.timeout(self.timeout + 1.0):  # a backstop for the transport
+                status, headers, content = await self._endpoint.post(body)
+        except MalformedReply as exc:
+            return None, Failure("malformed", f"an unreadable reply ({exc})"), unread + 1
+        if status >= 400:
+            return None, self._status_failure(status, headers, content), unread
+        try:
+            reply = self.wire.read(parse_body(content), asked)
+        except Unreadable as exc:
+            return None, Failure("malformed", f"an unreadable reply: {exc}"), unread + 1
+        usage = self._usage(reply.model, reply.input_tokens, reply.output_tokens, unread)
+        return DecisionResult(reply.model, self.model, reply.outcomes, usage), failure, unread
 
     def _usage(self, answered_by: str, input_tokens: int, output_tokens: int, unread: int) -> Usage:
         price = input_price(answered_by, input_tokens)
@@ -227,6 +242,12 @@ class DecisionClient:
         delay = min(self.backoff * 2.0 ** (attempt - 1), self.max_backoff)
         delay *= 1.0 + 0.25 * random.random()
         return max(delay, after) if after is not None else delay
+
+
+def estimated_tokens(body: Mapping[str, Any]) -> int:
+    """A request's input tokens before the server counts them: its JSON length / 4 (the
+    wires publish no tokenizer; their own counts are close to this for English text)."""
+    return len(json.dumps(body, ensure_ascii=False)) // 4 + 1
 
 
 def endpoint_url(root: str, path: str) -> str:

@@ -1,0 +1,114 @@
+"""A decision model as Canon's judge: one call per response carries every question.
+
+``DecisionJudge`` is both kinds of judge. As a ``ResponseJudge`` (``answer_all``) it asks,
+in one call about one response, every rubric question in every one of its fixed wordings:
+the runner's first pass. As a plain ``Judge`` (``answer``) it asks one question in one
+wording, for the commands that ask a question at a time. Either way every answer is
+checked (canon.judge.decisions.validate) before it counts: a bad one leaves its question
+unscored, a refused one refused, never a pass.
+
+A decision model is deterministic: the identical request gets the identical answer, so
+asking it again the same way is no evidence (canon.judge.base.is_deterministic). It gives
+no reason; its answer is the probabilities.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from canon.core.scoring import Answer
+from canon.core.usage import Usage
+from canon.errors import JudgeError
+from canon.judge.base import JudgeRequest, ResponseAnswers
+from canon.judge.decisions.asking import asked_question, decision_state
+from canon.judge.decisions.client import DecisionClient
+from canon.judge.decisions.validate import AnswerProblem
+from canon.judge.usage import CallGuard
+
+
+class DecisionJudge:
+    """A decision model on one of the wires of canon.judge.decisions.wires."""
+
+    deterministic = True
+
+    def __init__(
+        self,
+        wire: str,
+        model: str,
+        *,
+        api_key: str | None = None,
+        api_base: str | None = None,
+        timeout: float = 10.0,
+        max_attempts: int = 3,
+        backoff: float = 0.5,
+        max_backoff: float = 20.0,
+    ) -> None:
+        self.client = DecisionClient(
+            wire,
+            model,
+            api_key=api_key,
+            root=api_base,
+            timeout=timeout,
+            max_attempts=max_attempts,
+            backoff=backoff,
+            max_backoff=max_backoff,
+        )
+        # Set by a budget (canon.check.spend): asked before every call.
+        self.spend_guard: CallGuard | None = None
+        # The models the responses said answered, in the order first seen (an alias names
+        # the versioned model behind it here).
+        self.answered_by: dict[str, None] = {}
+
+    @property
+    def name(self) -> str:
+        """``wire:model`` as configured, as recorded in baselines."""
+        return self.client.name
+
+    @property
+    def model(self) -> str:
+        """The model asked for (maybe an alias)."""
+        return self.client.model
+
+    @property
+    def alias(self) -> bool:
+        """Whether the model asked for moves with releases (``jev-latest``)."""
+        return self.client.alias
+
+    def __repr__(self) -> str:
+        return f"DecisionJudge({self.name!r})"
+
+    def cache_identity(self) -> dict[str, Any]:
+        """What determines the answers besides the request: the wire, model and endpoint."""
+        return {"decision_wire": self.client.wire.name, "model": self.model, "url": self.client.url}
+
+    async def answer(self, request: JudgeRequest) -> Answer:
+        """One question in one wording (``request.variant``), in a call of its own."""
+        answers = await self.answer_all([request])
+        outcome = answers.outcomes[0]
+        if isinstance(outcome, JudgeError):
+            outcome.usage = answers.usage
+            raise outcome
+        return outcome
+
+    async def answer_all(self, requests: Sequence[JudgeRequest]) -> ResponseAnswers:
+        """Every request (one response's questions and wordings) in one call."""
+        if not requests:
+            return ResponseAnswers({})
+        first = requests[0]
+        state = decision_state(first.constitution, first.artifact, first.instructions)
+        asked = [asked_question(r.question, r.variant, state) for r in requests]
+        try:
+            result = await self.client.decide(state, asked, self.spend_guard)
+        except JudgeError as exc:
+            if exc.usage is None:
+                exc.usage = Usage(calls=0, cost=0.0)
+            raise
+        self.answered_by.setdefault(result.model, None)
+        outcomes: dict[int, Answer | JudgeError] = {}
+        for index, item in enumerate(asked):
+            outcome = result.outcomes[item.id]
+            outcomes[index] = (
+                outcome.as_error(self.name) if isinstance(outcome, AnswerProblem) else outcome
+            )
+        return ResponseAnswers(outcomes, result.usage, result.model)
