@@ -105,7 +105,7 @@ def test_a_legacy_format_1_baseline_still_loads():
 @pytest.mark.parametrize(
     ("mutate", "fragment"),
     [
-        (lambda d: d.update(format=6), "written by a newer Canon (baseline format 6)"),
+        (lambda d: d.update(format=7), "written by a newer Canon (baseline format 7)"),
         (lambda d: d.update(format=0), "unknown baseline format 0"),
         (lambda d: d.update(format=True), "unknown baseline format True"),
         (lambda d: d.pop("judge"), "missing key(s) 'judge'"),
@@ -227,7 +227,7 @@ def _with_digest(key: str):
 
 def test_format_5_records_each_artifact_text_digest():
     data = baseline_to_data(_baseline([_with_digest("a")]))
-    assert data["format"] == 5 and data["artifacts"]["a"]["digest"] == text_digest("the text of a")
+    assert data["format"] == 6 and data["artifacts"]["a"]["digest"] == text_digest("the text of a")
     assert baseline_from_data(data, source="b.json").artifacts["a"].digest == text_digest(
         "the text of a"
     )

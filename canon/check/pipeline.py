@@ -11,6 +11,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
 from canon.check.confirm import Confirmation, confirm, merge_confirmations
+from canon.check.provenance import (
+    JudgeChangedError,
+    answering_change,
+    answering_models,
+    refuse_alias,
+)
 from canon.check.runner import (
     ProgressCallback,
     ScoringPlan,
@@ -104,6 +110,7 @@ def suite_cells(plan: ScoringPlan, baseline: Baseline) -> int:
 
 def baseline_from_run(plan: ScoringPlan, confirmation: Confirmation) -> Baseline:
     """The baseline a confirmed run records: pooled answers and how many asks each had."""
+    refuse_alias(plan.judge)
     return baseline_from_results(
         confirmation.results,
         rubric=plan.rubric,
@@ -113,6 +120,7 @@ def baseline_from_run(plan: ScoringPlan, confirmation: Confirmation) -> Baseline
         asks=confirmation.asks,
         replicates=confirmation.replicates,
         inputs=confirmation.inputs,
+        answered_by=answering_models(plan.judge),
     )
 
 
@@ -156,7 +164,15 @@ def compare_run(
     rule: DecisionRule,
     strict: bool = False,
 ) -> Comparison:
-    """Compare a confirmed run with its baseline, provenance notes first."""
+    """Compare a confirmed run with its baseline, provenance notes first. A run answered by
+    another release of the baseline's judge is refused (``JudgeChangedError``): the judges'
+    differences are not the agent's regressions (``canon rejudge`` compares them)."""
+    change = answering_change(baseline, answering_models(plan.judge), source="baseline")
+    if change is not None:
+        raise JudgeChangedError(
+            f"{change}: compare the judges with canon rejudge, then accept its baseline; "
+            "no regression was looked for"
+        )
     comparison = gate(
         confirmation.results,
         baseline,

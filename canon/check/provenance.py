@@ -7,8 +7,12 @@ with an old judge's baseline reports the judges' differences as the agent's regr
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from canon.core.baseline import Baseline
-from canon.errors import BaselineError
+from canon.errors import BaselineError, ConfigError
+from canon.judge.base import Judge
 
 
 class JudgeChangedError(BaselineError):
@@ -36,3 +40,46 @@ def as_judge_option(name: str) -> str:
         return name
     provider, _, model = name.partition("/")
     return f"{provider}:{model}" if model else name
+
+
+def _inner_most(judge: Judge) -> Any:
+    current: Any = judge
+    while getattr(current, "inner", None) is not None:
+        current = current.inner
+    return current
+
+
+def answering_models(judge: Judge) -> tuple[str, ...]:
+    """The models a judge's responses said answered so far (a decision judge names the
+    versioned model behind its name); empty when it does not say."""
+    return tuple(getattr(_inner_most(judge), "answered_by", ()) or ())
+
+
+def refuse_alias(judge: Judge) -> None:
+    """Refuse to record a baseline judged by a model name that moves with releases (an
+    alias such as ``jev-latest``): its answers may change with no change in the project, and
+    a check would read the judge's new release as the agent's regressions."""
+    inner = _inner_most(judge)
+    if not getattr(inner, "alias", False):
+        return
+    wire = inner.client.wire
+    pins = ", ".join(f"{wire.name}:{version}" for version in wire.versions)
+    seen = answering_models(judge)
+    answered = f" (it answered as {', '.join(seen)})" if seen else ""
+    raise ConfigError(
+        f"judge_model {judge.name} is an alias that moves with releases{answered}; a baseline "
+        f"must be judged by a pinned model: set judge_model to a versioned one ({pins})"
+    )
+
+
+def answering_change(baseline: Baseline, models: Sequence[str], *, source: str) -> str | None:
+    """What changed, when the models that answered this run are not the ones that answered
+    the baseline (the same judge name served by another release); else None."""
+    if baseline.answered_by is None or not models:
+        return None
+    if set(models) <= set(baseline.answered_by):
+        return None
+    return (
+        f"judge changed ({source} was answered by {', '.join(baseline.answered_by)}, this "
+        f"run by {', '.join(sorted(set(models)))}, both as {baseline.judge})"
+    )

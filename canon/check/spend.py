@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from canon.check.confirm import looked_twice
-from canon.check.runner import ScoringPlan, gate_outcomes
+from canon.check.runner import ScoringPlan, gate_outcomes, wordings
 from canon.check.variants import replicate_for
 from canon.core.artifact import Artifact, text_digest
 from canon.core.baseline import SETTLED_FORMAT, Baseline, record_for, recorded_question
@@ -25,8 +25,12 @@ from canon.core.scoring import Answer, ArtifactResult
 from canon.core.usage import UNKNOWN, Usage, UsageSummary, format_cost, summarize
 from canon.errors import BudgetExceededError, ConfigError
 from canon.judge import notices
-from canon.judge.base import Judge, JudgeRequest, request_prompt
+from canon.judge.base import Judge, JudgeRequest, request_prompt, response_judge
 from canon.judge.cache import CachingJudge, answer_key
+from canon.judge.decisions.asking import asked_question, decision_state
+from canon.judge.decisions.client import estimated_tokens
+from canon.judge.decisions.judge import DecisionJudge
+from canon.judge.decisions.prices import input_price
 from canon.judge.usage import (
     ESTIMATED_COMPLETION_TOKENS,
     context_window,
@@ -66,11 +70,14 @@ class Estimate:
     batch: bool = False
     scripted: bool = False  # a judge that is not a model (MockJudge): nothing to pay
     reasks: int = 0  # of ``calls``, confirmation re-asks the baseline's own cells needed
+    # The questions the calls ask, when a call asks many (a decision judge: one call per
+    # response); None: one question a call.
+    asking: int | None = None
 
     @property
     def cached(self) -> int:
         """Questions the answer cache already holds."""
-        return self.questions - self.calls
+        return self.questions - (self.calls if self.asking is None else self.asking)
 
     def line(self) -> str:
         """The estimate for people."""
@@ -86,8 +93,9 @@ class Estimate:
             if self.reasks
             else ""
         )
+        many = "" if self.asking is None else f" asking {self.asking} question(s)"
         return (
-            f"estimate: {self.calls} judge call(s) to {self.judge}{reasks} ({self.cached} of "
+            f"estimate: {self.calls} judge call(s){many} to {self.judge}{reasks} ({self.cached} of "
             f"{self.questions} question(s) already in the answer cache, {self.stopped} "
             f"artifact(s) stopped by a gate), about {self.prompt_tokens} prompt + "
             f"{self.completion_tokens} completion tokens, cost {format_cost(self.cost)}{price}; "
@@ -200,16 +208,30 @@ def pending_requests(
         if any(outcome.stops for outcome in gate_outcomes(plan, artifact)):
             stopped += 1
             continue
-        # every response's first ask, then the later asks, each showing the response it would
-        asks = [(question, shown, 0) for question in questions for shown in _responses(artifact)]
+        # every response's first ask, then the later asks, each showing the response it would;
+        # a judge answering whole responses asks every wording in its first call
+        whole = response_judge(plan.judge_for(0)) is not None
+        asks = [
+            (question, shown, variant, True)
+            for shown in _responses(artifact)
+            for question in questions
+            for variant in range(wordings(question) if whole else 1)
+        ]
         asks.extend(
-            (question, artifact.replicate(replicate_for(variant, len(artifact.texts))), variant)
+            (
+                question,
+                artifact.replicate(replicate_for(variant, len(artifact.texts))),
+                variant,
+                False,
+            )
             for question in questions
             for variant in range(1, 1 + (reasks or {}).get((artifact.key, question.id), 0))
         )
-        for question, shown, variant in asks:
+        for question, shown, variant, first in asks:
+            judge = plan.judge_for(0 if first else variant)
+            if not first and whole and response_judge(judge) is not None:
+                continue  # a later look at a whole-response judge is one its first call made
             request = plan.request(shown, question, variant)
-            judge = plan.judge_for(variant)
             cache = judge if isinstance(judge, CachingJudge) else None
             if cache is None:
                 pending.append(PlannedRequest(judge, None, request))
@@ -242,6 +264,54 @@ def estimate_run(
     reasks = planned_looks(plan, artifacts, baseline=baseline, record=record)
     pending, cached, stopped = pending_requests(plan, artifacts, reasks)
     return estimate_requests(plan, pending, batch=batch, cached=cached, stopped=stopped)
+
+
+def decision_judge(judge: Judge) -> DecisionJudge | None:
+    """The decision judge behind any wrappers (cache), or None for another judge."""
+    current: Any = judge
+    while not isinstance(current, DecisionJudge):
+        current = getattr(current, "inner", None)
+        if current is None:
+            return None
+    return current
+
+
+def _with_decisions(rest: Estimate, decided: Sequence[PlannedRequest], names: str) -> Estimate:
+    """``rest`` (the other judges' requests) plus the calls of a decision judge: one call
+    per response carries every request about it, priced by its input tokens alone."""
+    calls: dict[tuple[int, str, str], list[JudgeRequest]] = {}
+    judges: dict[int, DecisionJudge] = {}
+    for planned in decided:
+        judge = decision_judge(planned.judge)
+        assert judge is not None
+        judges[id(judge)] = judge
+        artifact = planned.request.artifact
+        calls.setdefault((id(judge), artifact.key, artifact.text), []).append(planned.request)
+    tokens = 0
+    cost: float | None = 0.0
+    for (judge_id, _key, _text), requests in calls.items():
+        judge = judges[judge_id]
+        first = requests[0]
+        state = decision_state(first.constitution, first.artifact, first.instructions)
+        asked = [asked_question(r.question, r.variant, state) for r in requests]
+        count = estimated_tokens(judge.client.wire.build(judge.model, state, asked))
+        tokens += count
+        price = input_price(judge.model, count)
+        cost = None if cost is None or price is None else cost + price
+    scripted = rest.scripted and rest.calls == 0
+    base_cost = 0.0 if scripted else rest.cost
+    return Estimate(
+        names,
+        rest.questions + len(decided),
+        (0 if scripted else rest.calls) + len(calls),
+        rest.stopped,
+        rest.prompt_tokens + tokens,
+        rest.completion_tokens,
+        None if cost is None or base_cost is None else cost + base_cost,
+        rest.batch,
+        reasks=rest.reasks,
+        asking=(0 if scripted else rest.calls) + len(decided),
+    )
 
 
 def call_messages(request: JudgeRequest) -> list[dict[str, str]]:
@@ -426,6 +496,19 @@ def estimate_requests(
         for r in requests
     ]
     names = list(dict.fromkeys(p.judge.name for p in planned)) or [plan.judge.name]
+    decided = [p for p in planned if decision_judge(p.judge) is not None]
+    if decided:
+        return _with_decisions(
+            estimate_requests(
+                plan,
+                [p for p in planned if decision_judge(p.judge) is None],
+                batch=batch,
+                cached=cached,
+                stopped=stopped,
+            ),
+            decided,
+            " + ".join(names),
+        )
     judged = [(model_judge(p.judge), p.request) for p in planned]
     paid = [(judge, request) for judge, request in judged if judge is not None]
     if not paid:  # scripted judges answer for free

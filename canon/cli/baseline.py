@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from canon.check.pipeline import baseline_from_run, compare_run
+from canon.check.provenance import refuse_alias
 from canon.check.spend import run_usage
 from canon.cli.alignment_check import check_alignment, load_alignment, refuse_changed_judge
 from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
@@ -75,6 +76,7 @@ def accept(
     request = otel.request(config)  # refused here, before any judge call
     check_report_paths(baseline_path(config, suite), what="the baseline")  # before any call
     plan = build_plan(config, use_cache=not no_cache)
+    refuse_alias(plan.judge)  # before any call: a baseline names a pinned judge
     if estimate:
         show_estimate(config, plan, artifacts, batch=batch or config.batch, record=True)
     plan = prepare_spending(config, plan, artifacts, batch=batch, quiet=quiet, record=True)

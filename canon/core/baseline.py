@@ -11,18 +11,21 @@ from canon.core.rubric import Question, Rubric
 from canon.core.scoring import ArtifactResult, CellState
 from canon.errors import BaselineError
 
-BASELINE_FORMAT = 5
+BASELINE_FORMAT = 6
 LEGACY_FORMAT = 1  # overall score and gate per artifact only; no per-question rows
 # Format 2 has per-question rows without the answer distribution or the number of asks;
 # format 3 has no text digest (its texts are "unknown": never treated as unchanged);
 # format 4 has no input digest (its artifacts answered no recorded request).
-READABLE_FORMATS = (1, 2, 3, 4, 5)
+READABLE_FORMATS = (1, 2, 3, 4, 5, 6)
 INPUT_FORMAT = 5  # from here a record may hold the digest of the request it answered
+ANSWERED_FORMAT = 6  # from here a baseline may name the models that answered (decision judges)
 SETTLED_FORMAT = 4  # from here accept asks every question twice before recording it
 
 _STATES: frozenset[str] = frozenset({"answered", "na", "unscored", "refused"})
 _STOPPERS: frozenset[str] = frozenset({"policy", "contract"})
 _TOP_KEYS = frozenset({"format", "rubric", "judge", "constitution", "threshold", "artifacts"})
+# Written only when the judge's responses named the model that answered (format 6).
+_OPTIONAL_TOP_KEYS = frozenset({"answered_by"})
 _RECORD_KEYS = frozenset({"score", "gated", "canon", "stopped_by", "questions"})
 _RECORD_KEYS_4 = _RECORD_KEYS | {"digest"}
 # Written only for an artifact judged over several responses (repeated agent runs).
@@ -79,6 +82,9 @@ class Baseline:
     constitution: str | None
     threshold: float | None
     artifacts: Mapping[str, ArtifactRecord]
+    # The models the judge's responses said answered (a decision judge names the versioned
+    # model behind its name); None when the judge does not say.
+    answered_by: tuple[str, ...] | None = None
 
     @property
     def legacy(self) -> bool:
@@ -105,12 +111,14 @@ def baseline_from_results(
     asks: Mapping[tuple[str, str], int] | None = None,
     replicates: Mapping[str, int] | None = None,
     inputs: Mapping[str, str] | None = None,
+    answered_by: Sequence[str] = (),
 ) -> Baseline:
     """Record a run as a baseline in the current format.
 
     ``asks`` says how many answers each (artifact, question) cell pooled; one by default.
     ``replicates`` says how many responses an artifact's first answers pooled; one by default.
     ``inputs`` gives the digest of each artifact's input (the request it answered).
+    ``answered_by`` names the models the judge's responses said answered, if any.
     """
     artifacts: dict[str, ArtifactRecord] = {}
     for result in results:
@@ -148,6 +156,7 @@ def baseline_from_results(
         constitution=constitution,
         threshold=threshold,
         artifacts=artifacts,
+        answered_by=tuple(sorted(set(answered_by))) or None,
     )
 
 
@@ -156,14 +165,17 @@ def baseline_to_data(baseline: Baseline) -> dict[str, Any]:
     rubric: dict[str, Any] = {"id": baseline.rubric_id, "version": baseline.rubric_version}
     if baseline.rubric_fingerprint is not None:
         rubric["fingerprint"] = baseline.rubric_fingerprint
-    return {
+    data: dict[str, Any] = {
         "format": baseline.format,
         "rubric": rubric,
         "judge": baseline.judge,
-        "constitution": baseline.constitution,
-        "threshold": baseline.threshold,
-        "artifacts": {key: _record_data(r) for key, r in baseline.artifacts.items()},
     }
+    if baseline.answered_by is not None:
+        data["answered_by"] = list(baseline.answered_by)
+    data["constitution"] = baseline.constitution
+    data["threshold"] = baseline.threshold
+    data["artifacts"] = {key: _record_data(r) for key, r in baseline.artifacts.items()}
+    return data
 
 
 def _record_data(record: ArtifactRecord) -> dict[str, Any]:
@@ -217,7 +229,8 @@ def baseline_from_data(data: object, *, source: str) -> Baseline:
             f'{", ".join(map(str, READABLE_FORMATS))}. Run "canon accept" to record a new one'
         )
     legacy = version == LEGACY_FORMAT
-    unknown = sorted(str(k) for k in data if k not in _TOP_KEYS)
+    known = _TOP_KEYS | _OPTIONAL_TOP_KEYS if version >= ANSWERED_FORMAT else _TOP_KEYS
+    unknown = sorted(str(k) for k in data if k not in known)
     if unknown:
         raise BaselineError(f"{source}: unknown key(s) {', '.join(map(repr, unknown))}")
     required = ("rubric", "artifacts") if legacy else tuple(sorted(_TOP_KEYS))
@@ -252,7 +265,20 @@ def baseline_from_data(data: object, *, source: str) -> Baseline:
             _text(key, f"{source}: an artifact key"): read(value, f"{source}: artifact {key!r}")
             for key, value in records.items()
         },
+        answered_by=_answered_by(data.get("answered_by"), f"{source}: 'answered_by'"),
     )
+
+
+def _answered_by(value: object, where: str) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if (
+        not isinstance(value, list)
+        or not value
+        or not all(isinstance(item, str) and item for item in value)
+    ):
+        raise BaselineError(f"{where} must be a non-empty list of model names")
+    return tuple(value)
 
 
 def _legacy_record(raw: object, where: str) -> ArtifactRecord:

@@ -317,6 +317,8 @@ def cached_judge(judge: Judge, path: Path | None) -> Judge:
     """
     if path is None or not isinstance(judge, IdentifiedJudge):
         return judge
+    if getattr(judge, "alias", False):
+        return judge  # an alias moves with releases: yesterday's answer is another model's
     if isinstance(judge, ResponseJudge):
         return CachingResponseJudge(judge, AnswerCache(path))
     return CachingJudge(judge, AnswerCache(path))

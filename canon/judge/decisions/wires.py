@@ -21,6 +21,7 @@ class Wire:
     root_variable: str
     default_root: str
     aliases: frozenset[str]  # model names that move with releases (pin a versioned id)
+    versions: tuple[str, ...]  # the documented versioned models, to pin instead of an alias
     build: Callable[[str, Mapping[str, Any], Sequence[AskedQuestion]], dict[str, Any]]
     read: Callable[[Mapping[str, Any], Sequence[AskedQuestion]], WireReply]
 
@@ -35,6 +36,7 @@ WIRES: dict[str, Wire] = {
             "TYPESAFE_BASE_URL",
             "https://api.typesafe.ai",
             frozenset({"jev-latest", "jev-preview", "~typesafe/jev-latest"}),
+            ("jev-1.13.0", "jev-1.14.0"),
             systemone.build,
             systemone.read,
         ),
@@ -45,6 +47,7 @@ WIRES: dict[str, Wire] = {
             "OPENAI_BASE_URL",
             "https://api.openai.com/v1",
             frozenset(),
+            ("gpt-6-luna",),
             openai_decisions.build,
             openai_decisions.read,
         ),

@@ -1,0 +1,147 @@
+"""A decision model as the run's judge: one call per response carrying every question in
+every wording, its answers kept as looks, the cache per question, the budget per call, the
+estimate, and pinning (an alias refused for a baseline, another answering release refused
+for a check). Against the tests' own decision server and jevcompat's mock, on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jevcompat.mock import MockConfig, Running
+
+from canon.check.pipeline import baseline_from_run, compare_run, score_run
+from canon.check.plan import with_budget
+from canon.check.provenance import JudgeChangedError
+from canon.check.runner import ScoringPlan, score_artifact
+from canon.check.spend import estimate_run
+from canon.core.artifact import Artifact
+from canon.core.evidence import DecisionRule
+from canon.errors import BudgetExceededError, ConfigError
+from canon.judge.cache import cached_judge
+from canon.judge.decisions.judge import DecisionJudge
+from canon.project.store import load_rubric
+
+from .conftest import decision_server, helpers
+
+RUBRIC = load_rubric()
+
+
+def _plan(judge: Any) -> ScoringPlan:
+    return ScoringPlan(helpers.CONSTITUTION, RUBRIC, judge, threshold=0.5)
+
+
+def _judge(root: str, model: str = "jev-1.13.0") -> DecisionJudge:
+    return DecisionJudge("typesafe", model, api_key="k", api_base=root, timeout=2.0)
+
+
+def _wordings(plan: ScoringPlan) -> int:
+    return sum(len(q.wordings) + 1 for q in plan.questions)
+
+
+def test_one_call_per_response_asks_every_question_in_every_wording() -> None:
+    with decision_server.running() as server:
+        plan = _plan(_judge(server.url))
+        replicated = Artifact("First reply.", id="r", replicates=("Second one.", "Third one."))
+        single = asyncio.run(score_artifact(plan, helpers.ARTIFACT))
+        pooled = asyncio.run(score_artifact(plan, replicated))
+    assert len(server.requests) == 1 + 3  # one per response
+    assert all(len(body["questions"]) == _wordings(plan) for body in server.requests)
+    cell = single.cell("G")
+    assert cell.state == "answered" and len(cell.looks) == len(cell.question.wordings) + 1
+    # the cell's answer is the mean of its looks
+    mean: dict[str, float] = {}
+    for look in cell.looks:
+        for label, mass in look.distribution:
+            mean[label] = mean.get(label, 0.0) + mass / len(cell.looks)
+    assert dict(cell.distribution) == pytest.approx(mean)
+    assert {look.response for look in pooled.cell("G").looks} == {0, 1, 2}
+    # the call's usage is counted once, on the first question
+    assert single.cells[0].usage is not None and single.cells[0].usage.calls == 1
+    assert all(c.usage is not None and c.usage.calls == 0 for c in single.cells[1:])
+
+
+def test_a_missing_answer_leaves_only_its_question_unscored() -> None:
+    def drop_scope(reply: dict[str, Any]) -> dict[str, Any]:
+        reply["answers"] = {k: v for k, v in reply["answers"].items() if not k.startswith("scope")}
+        return reply
+
+    state = decision_server.DecisionServer(tamper=drop_scope)
+    with decision_server.running(state) as server:
+        result = asyncio.run(score_artifact(_plan(_judge(server.url)), helpers.ARTIFACT))
+    assert result.cell("scope").state == "unscored"
+    assert "missing" in (result.cell("scope").error or "")
+    assert all(c.state != "unscored" for c in result.cells if c.id != "scope")
+
+
+def test_the_cache_keeps_answers_per_question_and_a_second_run_makes_no_call(
+    tmp_path: Path,
+) -> None:
+    with decision_server.running() as server:
+        judge = cached_judge(_judge(server.url), tmp_path / "cache.sqlite3")
+        first = asyncio.run(score_artifact(_plan(judge), helpers.ARTIFACT))
+        again = asyncio.run(score_artifact(_plan(judge), helpers.ARTIFACT))
+    assert len(server.requests) == 1
+    for before, after in zip(first.cells, again.cells, strict=True):
+        assert dict(after.distribution) == pytest.approx(dict(before.distribution))
+    assert all(c.usage is None for c in again.cells)  # answers without a call
+
+
+def test_max_cost_stops_before_a_call_that_would_cross_it() -> None:
+    with decision_server.running() as server:
+        plan = with_budget(_plan(_judge(server.url)), 1e-9, "canon.yaml")
+        with pytest.raises(BudgetExceededError, match=r"max_cost .* in canon\.yaml: 0 request"):
+            asyncio.run(score_artifact(plan, helpers.ARTIFACT))
+        assert server.requests == []
+        # a budget just above one call's guess (the estimate's price) lets one call go; the
+        # next would cross it with what the first really cost (the server's 420 tokens)
+        guess = estimate_run(_plan(_judge(server.url)), [helpers.ARTIFACT]).cost
+        assert guess is not None and guess > 420 * 0.042e-6
+        plan = with_budget(_plan(_judge(server.url)), guess * 1.05, "canon.yaml")
+        asyncio.run(score_artifact(plan, helpers.ARTIFACT))
+        with pytest.raises(BudgetExceededError):
+            asyncio.run(score_artifact(plan, helpers.ARTIFACT))
+    assert len(server.requests) == 1
+
+
+def test_the_estimate_counts_one_call_per_response_and_its_input_tokens() -> None:
+    with Running(MockConfig(key=None)) as mock:
+        plan = _plan(_judge(mock.url))
+        estimate = estimate_run(plan, [helpers.ARTIFACT])
+        result = asyncio.run(score_artifact(plan, helpers.ARTIFACT))
+    usage = result.cells[0].usage
+    assert usage is not None
+    assert (estimate.calls, estimate.asking, estimate.completion_tokens) == (1, _wordings(plan), 0)
+    # jevcompat counts a request's tokens as its JSON length / 4, as the estimate does
+    assert estimate.prompt_tokens == pytest.approx(usage.prompt_tokens, rel=0.1)
+    assert estimate.cost == pytest.approx(usage.cost, rel=0.1)
+
+
+def test_an_alias_cannot_record_a_baseline_and_the_answering_model_is_recorded() -> None:
+    with Running(MockConfig(key=None)) as mock:
+        for model, refused in (("jev-latest", True), ("jev-1.13.0", False)):
+            plan = _plan(_judge(mock.url, model))
+            run = asyncio.run(score_run(plan, [helpers.ARTIFACT], record=True))
+            if refused:
+                with pytest.raises(ConfigError, match=r"alias.*typesafe:jev-1\.13\.0"):
+                    baseline_from_run(plan, run)
+            else:
+                baseline = baseline_from_run(plan, run)
+    assert baseline.judge == "typesafe:jev-1.13.0"
+    assert baseline.answered_by == ("jevcompat-mock-0.1",)
+
+
+def test_a_check_answered_by_another_release_is_refused_as_a_judge_change() -> None:
+    with decision_server.running() as server:
+        plan = _plan(_judge(server.url))
+        accepted = baseline_from_run(
+            plan, asyncio.run(score_run(plan, [helpers.ARTIFACT], record=True))
+        )
+        server.model = "jev-1.14.0"  # the same name now served by another release
+        later = _plan(_judge(server.url))
+        run = asyncio.run(score_run(later, [helpers.ARTIFACT], baseline=accepted))
+    assert accepted.answered_by == ("gpt-6-luna",)
+    with pytest.raises(JudgeChangedError, match="canon rejudge"):
+        compare_run(later, run, accepted, 0.02, DecisionRule())
