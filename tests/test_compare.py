@@ -345,7 +345,7 @@ def test_a_flip_the_judge_repeats_beyond_noise_is_confirmed():
 
 
 def test_a_flip_the_judge_does_not_repeat_is_only_a_note():
-    evidence = {("a", "P2"): _evidence("no", "yes", "yes")}
+    evidence = {("a", "P2"): _evidence("no", *["yes"] * 6)}
     assert evidence[("a", "P2")].status == "refuted"
     settled = gate(
         [_settle(_result("a", P2="no"), evidence)],

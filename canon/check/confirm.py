@@ -10,6 +10,13 @@ them are re-asked one variant at a time until their evidence decides
 (``canon.core.evidence``). Verdicts are then settled on pooled answers, failing only on
 confirmed evidence (``canon.core.settle``). Re-asks are independent looks: each is a new
 variant of the prompt, sampled afresh, with its own cache key.
+
+A deterministic judge (``canon.judge.base.is_deterministic``) is never re-asked what it
+answered: its answers about one response (every wording the first pass asked) are one
+unit of evidence, tested at the misreading rate the run measured across responses (or the
+rule's flip rate with one response). A claim on its answers is confirmed by other responses
+(replicates) and by a ``confirm_judge``, which is asked only about the cells a failing
+verdict hangs on, and whose reason is then the one reported for the cell.
 """
 
 from __future__ import annotations
@@ -26,26 +33,36 @@ from canon.core.baseline import ArtifactRecord, Baseline, record_for, recorded_q
 from canon.core.evidence import (
     DecisionRule,
     Evidence,
+    Power,
+    Unit,
     add_answer,
+    attainable,
+    claim_for,
+    evidence_from_units,
     failed_reask,
     mass_on,
     open_evidence_from,
+    split_within,
 )
 from canon.core.rubric import Question
 from canon.core.scoring import (
     Answer,
     ArtifactResult,
     Cell,
+    Look,
     judge_verdict,
     refused_cell,
     score_cell,
     unscored_cell,
 )
 from canon.core.settle import (
+    by_response,
     gate_suspects,
+    response_strays,
     settle,
     solidly_satisfied,
     threshold_suspects,
+    unit_flip_rate,
     upper_bound,
     violated,
     violation_suspects,
@@ -53,6 +70,7 @@ from canon.core.settle import (
 )
 from canon.core.usage import Usage, total
 from canon.errors import JudgeError, JudgeRefusedError, JudgeScriptError
+from canon.judge.base import is_deterministic
 from canon.judge.concurrency import AdaptiveLimiter
 
 CellKey = tuple[str, str]  # (artifact key, question id)
@@ -75,6 +93,8 @@ class Confirmation:
     replicates: Mapping[str, int] = dataclasses.field(default_factory=dict)
     # Per artifact that answers a request (``input``), the digest of that request.
     inputs: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    # What the run could confirm and what it measured of the judge (canon.core.evidence).
+    power: Power = dataclasses.field(default_factory=Power)
 
     @property
     def disagreement_rate(self) -> float | None:
@@ -112,15 +132,20 @@ async def confirm(
     budget_cells: int | None = None,
     limiter: AdaptiveLimiter | None = None,
     record: bool = False,
+    strays: tuple[int, int] | None = None,
 ) -> Confirmation:
     """Confirm or clear every would-be failure of a scored run.
 
     The run's false-alarm budget is split over its cells, or over ``budget_cells`` when
     the run is one part of a larger whole (a pytest session checking one artifact a test).
     ``record`` gives every cell a second look (a run about to become a baseline); with a
-    ``baseline``, the gate question of each new or changed artifact gets one.
+    ``baseline``, the gate question of each new or changed artifact gets one. ``strays``:
+    how often the whole run's responses were misread (``canon.core.settle.response_strays``)
+    when ``results`` are only part of it; measured on ``results`` otherwise.
     """
     cells = max(budget_cells or 0, sum(len(r.cells) for r in results))
+    strays = strays if strays is not None else response_strays(results)
+    unit_rate = unit_flip_rate(*strays, rule.flip_rate)
     # The scoring run's limiter, when given: what it learned of the judge's capacity (and a
     # tripped outage breaker) carries over to the re-asks.
     limiter = limiter or AdaptiveLimiter(concurrency)
@@ -134,7 +159,7 @@ async def confirm(
 
     settled = await asyncio.gather(
         *(
-            _ArtifactConfirmation(plan, by_key[r.key], r, rule, cells, limiter).run(
+            _ArtifactConfirmation(plan, by_key[r.key], r, rule, cells, limiter, unit_rate).run(
                 compared(r.key),
                 second_looks(r, compared(r.key), record, baseline, plan.constitution.digest),
                 checking=baseline is not None and not record,
@@ -148,7 +173,13 @@ async def confirm(
     asks: dict[CellKey, int] = {}
     variations: dict[CellKey, tuple[str, ...]] = {}
     reasks = disagreements = 0
+    unconfirmable: list[str] = []
+    best: list[float] = []
     for outcome in settled:
+        if outcome.best is not None:
+            best.append(outcome.best)
+            if outcome.best < rule.bar(cells):
+                unconfirmable.append(outcome.result.key)
         evidence.update(outcome.evidence)
         asks.update(outcome.asks)
         variations.update(outcome.variations)
@@ -164,6 +195,29 @@ async def confirm(
         variations=variations,
         replicates={a.key: len(a.texts) for a in artifacts if a.replicates},
         inputs={a.key: a.input_digest for a in artifacts if a.input_digest is not None},
+        power=Power(
+            unconfirmable=tuple(unconfirmable),
+            best=min(best) if best else None,
+            bar=rule.bar(cells),
+            split=tuple(sorted(k for k, e in evidence.items() if e.is_split)),
+            strays=strays[0],
+            readings=strays[1],
+            deterministic=is_deterministic(plan.judge),
+            confirm_judge=plan.confirm_judge is not None,
+        ),
+    )
+
+
+def merge_power(parts: Sequence[Power]) -> Power:
+    """One run's power from its parts' (each measured with the same strays and bar)."""
+    if not parts:
+        return Power()
+    best = [p.best for p in parts if p.best is not None]
+    return dataclasses.replace(
+        parts[0],
+        unconfirmable=tuple(k for p in parts for k in p.unconfirmable),
+        best=min(best) if best else None,
+        split=tuple(k for p in parts for k in p.split),
     )
 
 
@@ -191,6 +245,7 @@ def merge_confirmations(parts: Sequence[Confirmation], cells: int) -> Confirmati
         variations=variations,
         replicates=replicates,
         inputs=inputs,
+        power=merge_power([part.power for part in parts]),
     )
 
 
@@ -250,6 +305,9 @@ class _Settled:
     disagreements: int
     asks: Mapping[CellKey, int]
     variations: Mapping[CellKey, tuple[str, ...]] = dataclasses.field(default_factory=dict)
+    # The largest e-value a claim on this artifact could reach (deterministic judges only;
+    # None: a sampling judge, re-asked until the rule's limit, is not bounded this way).
+    best: float | None = None
 
 
 async def _unchanged(result: ArtifactResult) -> _Settled:
@@ -267,6 +325,7 @@ class _ArtifactConfirmation:
         rule: DecisionRule,
         cells: int,
         limiter: AdaptiveLimiter,
+        unit_rate: float | None = None,
     ) -> None:
         self.plan = plan
         self.artifact = artifact
@@ -284,6 +343,14 @@ class _ArtifactConfirmation:
         self.refused: dict[str, str] = {}
         self.spent: list[Usage] = []  # what the re-asks cost, failed ones included
         self.agreeing: dict[str, list[str]] = {}  # per cell, the variations that agreed
+        # A deterministic judge's answers are units (one per response), never re-asked.
+        self.deterministic = is_deterministic(plan.judge)
+        responses = len(artifact.texts)
+        # The flip rate of one response unit: measured across responses when replicated.
+        self.unit_rate = unit_rate if unit_rate is not None and responses > 1 else rule.flip_rate
+        # Per cell, the confirm judge's reason from an answer bearing the claim out: the
+        # reason reported for the cell (a decision model gives none).
+        self.reasons: dict[str, str] = {}
 
     async def run(
         self,
@@ -296,6 +363,7 @@ class _ArtifactConfirmation:
         threshold, and settle the verdict."""
         if second:
             await asyncio.gather(*(self._look(q) for q in sorted(second)))
+        if any(len(a) > 1 for a in self.answers.values()):
             # Suspects are found on the pooled looks, as the baseline records them.
             looked = self.result
             self.result = dataclasses.replace(
@@ -310,7 +378,7 @@ class _ArtifactConfirmation:
         first = [*decisive, *flip_suspects(self.result, record)]
         await asyncio.gather(
             *(
-                self._test(q, worst_labels(self.result.cell(q)) if q in violations else None)
+                self._tested(q, worst_labels(self.result.cell(q)) if q in violations else None)
                 for q in dict.fromkeys(first)
             )
         )
@@ -328,16 +396,41 @@ class _ArtifactConfirmation:
             {(key, q): e for q, e in self.evidence.items()},
             reasks,
             disagreements,
-            {(key, q): len(a) for q, a in self.answers.items()},
+            {(key, q): self._asks(q) for q in self.answers},
             {(key, q): tuple(v) for q, v in self.agreeing.items() if v},
+            self._best() if self.deterministic else None,
         )
+
+    def _asks(self, qid: str) -> int:
+        # A deterministic judge's first pass may hold several looks (wordings, responses):
+        # each is an answer the baseline records, though they count as one unit per response.
+        # (the baseline adds the responses beyond the first itself)
+        looks = len(self.result.cell(qid).looks) if self.deterministic else 0
+        return len(self.answers[qid]) + max(0, looks - len(self.artifact.texts))
+
+    def _best(self) -> float:
+        # Every look this artifact's claims could rest on, all reading the claim.
+        count = len(self.artifact.texts)
+        units = [self.unit_rate] * count
+        second = self.plan.confirm_judge
+        sampled = 0
+        if second is not None and is_deterministic(second):
+            units += [self.rule.flip_rate] * count
+        elif second is not None:
+            sampled = self.rule.max_reasks
+        return attainable(units, sampled, self.rule)
 
     async def _look(self, qid: str) -> None:
         # A planned second answer; a failed one leaves the cell with its first answer only.
         cell = self.result.cell(qid)
         if qid not in self.answers:
             return
-        answer = await self._ask(cell, variant=len(self.answers[qid]))
+        variant = len(self.answers[qid])
+        if self.deterministic and (
+            len(cell.looks) > 1 or is_deterministic(self.plan.judge_for(variant))
+        ):
+            return  # the first pass's looks are the second look; asking again repeats one
+        answer = await self._ask(cell, variant=variant)
         if not isinstance(answer, str):
             self.answers[qid].append(dict(answer.distribution))
 
@@ -361,7 +454,71 @@ class _ArtifactConfirmation:
             floor = upper_bound(pooled, self.evidence, untested)
             if floor is None or floor >= threshold:
                 return
-            await self._test(qid)
+            await self._tested(qid)
+
+    async def _tested(self, qid: str, labels: frozenset[str] | None = None) -> None:
+        if self.deterministic:
+            await self._test_units(qid, labels)
+        else:
+            await self._test(qid, labels)
+
+    async def _test_units(self, qid: str, labels: frozenset[str] | None = None) -> None:
+        # A deterministic judge: each response's looks are one unit, never re-asked; the
+        # confirm judge, when set, adds its answers (sampled: each its own; deterministic:
+        # one unit per response) until the evidence decides.
+        cell = self.result.cell(qid)
+        question = cell.question
+        looks = cell.looks or (Look(0, 0, cell.distribution),)
+        if labels is None:
+            labels = claim_for(question, self.answers[qid][0].items())
+        units = [
+            Unit(tuple(mass_on(labels, dict(look.distribution)) for look in group), self.unit_rate)
+            for group in by_response(looks).values()
+        ]
+        count = len(self.artifact.texts)
+        second = self.plan.confirm_judge
+        fixed = second is not None and is_deterministic(second)
+        by_shown: dict[int, float] = {}  # a deterministic confirm judge: one per response
+        sampled: list[float] = []
+
+        def current() -> Evidence:
+            extra = [Unit((m,), self.rule.flip_rate) for _, m in sorted(by_shown.items())]
+            return evidence_from_units(
+                question, labels, [*units, *extra], sampled, self.rule, self.cells
+            )
+
+        evidence = current()
+        variant = calls = 0
+        while (
+            evidence.status == "open"
+            and second is not None
+            and calls < self.rule.max_reasks
+            and not (fixed and len(by_shown) >= count)
+        ):
+            variant += 1
+            shown = replicate_for(variant, count)
+            if fixed and shown in by_shown:
+                continue  # an identical request: its answer would be the one it gave
+            answer = await self._ask(cell, variant=variant)
+            calls += 1
+            if isinstance(answer, str):
+                self.failed[qid] = answer
+                evidence = failed_reask(evidence)
+                break
+            self.answers[qid].append(dict(answer.distribution))
+            mass = mass_on(labels, answer.distribution)
+            if fixed:
+                by_shown[shown] = mass
+            else:
+                sampled.append(mass)
+            if mass > 0.5:
+                self.agreeing.setdefault(qid, []).append(
+                    describe_variant(question, variant, second.name, count)
+                )
+                if answer.rationale:
+                    self.reasons[qid] = answer.rationale
+            evidence = current()
+        self.evidence[qid] = evidence
 
     async def _test(self, qid: str, labels: frozenset[str] | None = None) -> None:
         cell = self.result.cell(qid)
@@ -398,7 +555,14 @@ class _ArtifactConfirmation:
                         len(self.artifact.texts),
                     )
                 )
-            evidence = add_answer(evidence, answer.distribution, self.rule, self.cells)
+            evidence = add_answer(
+                evidence, answer.distribution, self.rule, self.cells, guard=len(tally) == 1
+            )
+        if len(tally) > 1:
+            # the judge is split when it is split on one response, not when the responses
+            # differ (a misreading that sticks to one text is outvoted, not a coin flip)
+            split = max(split_within(a, d, self.rule) for a, d in tally)
+            evidence = dataclasses.replace(evidence, split=split)
         if evidence.status == "confirmed" and len(tally) > 1 and any(a <= d for a, d in tally):
             # A misreading sticks to one text, so with replicates the response, not the ask,
             # is the unit of evidence: a claim stands only when the re-asks of every response
@@ -444,9 +608,11 @@ class _ArtifactConfirmation:
                 for label, mass in answer.items():
                     mixed[label] = mixed.get(label, 0.0) + mass / total / len(answers)
             try:
-                # the first ask's usage stays with the cell; the re-asks' is the artifact's
-                pooled_answer = Answer(mixed, cell.rationale, usage=cell.usage)
-                pooled.append(score_cell(cell.question, pooled_answer))
+                # the first ask's usage stays with the cell; the re-asks' is the artifact's;
+                # a confirm judge's reason for the claim it bore out is the cell's reason
+                why = self.reasons.get(cell.id, cell.rationale)
+                pooled_answer = Answer(mixed, why, usage=cell.usage)
+                pooled.append(score_cell(cell.question, pooled_answer)._replace(looks=cell.looks))
             except JudgeError as exc:
                 pooled.append(unscored_cell(cell.question, str(exc), error_type=type(exc).__name__))
         return tuple(pooled)

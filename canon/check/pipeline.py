@@ -28,8 +28,8 @@ from canon.core.artifact import Artifact
 from canon.core.baseline import Baseline, baseline_from_results
 from canon.core.compare import DEFAULT_TOLERANCE, Comparison, ReaskNoise, gate, provenance_notes
 from canon.core.evidence import DecisionRule
-from canon.core.gate_outcome import GateOutcome
 from canon.core.scoring import ArtifactResult
+from canon.core.settle import response_strays
 from canon.judge.concurrency import AdaptiveLimiter
 
 
@@ -78,10 +78,18 @@ async def score_run(
     if baseline is not None and not record:
         cells = max(cells, suite_cells(plan, baseline))
     done = 0
+    # Every first pass before any confirmation: how often the judge misread one response
+    # beside the others is measured over the whole run (canon.core.settle.response_strays).
+    firsts = await all_of(
+        [
+            score_artifact(plan, artifact, limiter, outcomes=found)
+            for artifact, found in zip(artifacts, outcomes, strict=True)
+        ]
+    )
+    strays = response_strays(firsts)
 
-    async def one(artifact: Artifact, found: tuple[GateOutcome, ...]) -> Confirmation:
+    async def one(artifact: Artifact, first: ArtifactResult) -> Confirmation:
         nonlocal done
-        first = await score_artifact(plan, artifact, limiter, outcomes=found)
         part = await confirm(
             plan,
             [artifact],
@@ -91,13 +99,14 @@ async def score_run(
             budget_cells=cells,
             limiter=limiter,
             record=record,
+            strays=strays,
         )
         done += 1
         if on_result is not None:
             on_result(done, len(artifacts), part.results[0])
         return part
 
-    parts = await all_of([one(a, found) for a, found in zip(artifacts, outcomes, strict=True)])
+    parts = await all_of([one(a, first) for a, first in zip(artifacts, firsts, strict=True)])
     return merge_confirmations(parts, cells)
 
 
@@ -184,6 +193,7 @@ def compare_run(
         strict=strict,
         constitution=plan.constitution.digest,
         inputs=confirmation.inputs,
+        power=confirmation.power,
     )
     if confirmation.variations:
         flips = tuple(

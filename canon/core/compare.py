@@ -22,7 +22,7 @@ from canon.core.comparison import (
     ReaskNoise,
 )
 from canon.core.drift import layer2, optimistic_raw
-from canon.core.evidence import DecisionRule, Evidence
+from canon.core.evidence import DecisionRule, Evidence, Power
 from canon.core.judge_health import inconclusive_reasons
 from canon.core.outcome import NO_QUESTION, Note, NoteKind, ReasonKind, below_reason
 from canon.core.scoring import ArtifactResult, Cell, fails_on_evidence
@@ -31,6 +31,8 @@ from canon.core.settle import (
     SOLID_SATISFIED,
     SOLID_VIOLATED,
     solidly_satisfied,
+    too_noisy,
+    unit_flip_rate,
     violated,
 )
 from canon.core.verdict import first_failure
@@ -73,6 +75,7 @@ def gate(
     strict: bool = False,
     constitution: str | None = None,
     inputs: Mapping[str, str] | None = None,
+    power: Power | None = None,
 ) -> Comparison:
     """Compare a run with its baseline.
 
@@ -82,7 +85,9 @@ def gate(
     read differently for a reason other than the judge, so no text counts as unchanged.
     ``inputs`` gives the digest of each run artifact's input (the request it answers): an
     artifact whose input is not the one its record answered has nothing to regress from (a
-    note says so, with re-accept advice), never a regression.
+    note says so, with re-accept advice), never a regression. ``power``: what the run could
+    confirm (``canon.check.confirm``); a run that could not have seen a regression is
+    inconclusive, pass or fail (``blind_notes``).
     """
     if not results:
         raise GateArgumentError(
@@ -189,11 +194,19 @@ def gate(
     factual = any(n.key in stopped and (strict or not n.known) for n in non_canon)
     regressed = {n.key for n in non_canon if not (n.known or n.unchanged)}
     regressed.update(f.key for f in flips if f.regression)
-    inconclusive = (
+    inconclusive: tuple[str, ...] = (
         ()
         if factual
-        else inconclusive_reasons(
-            noise, results, baseline, regressed=regressed, unchanged=unchanged, alpha=rule.alpha
+        else (
+            *blind_notes(power, rule),
+            *inconclusive_reasons(
+                noise,
+                results,
+                baseline,
+                regressed=regressed,
+                unchanged=unchanged,
+                alpha=rule.alpha,
+            ),
         )
     )
     return Comparison(
@@ -214,6 +227,66 @@ def gate(
         cause=first_failure(results),
         inconclusive=inconclusive,
     )
+
+
+FIXES = (
+    "give each artifact several responses (replicates), add a confirm_judge that samples, "
+    'or run "canon calibrate" to measure the judge'
+)
+
+
+def blind_notes(power: Power | None, rule: DecisionRule) -> tuple[Note, ...]:
+    """Why the run could not have seen a regression, each with what would fix it: no
+    failure could reach the evidence the rule needs, the judge stayed split on a cell a
+    verdict hung on, or it misread responses beyond the flip rate the rule assumes."""
+    if power is None:
+        return ()
+    notes: list[Note] = []
+    if power.unconfirmable:
+        keys = power.unconfirmable
+        shown = ", ".join(keys[:5]) + (" …" if len(keys) > 5 else "")
+        why = (
+            "a deterministic judge answers an identical request identically, so asking it "
+            "again is no evidence"
+            if power.deterministic
+            else "the judge's looks are too few"
+        )
+        notes.append(
+            Note(
+                NoteKind.UNCONFIRMABLE,
+                f"no failure of {len(keys)} artifact(s) ({shown}) could have been confirmed: "
+                f"{why}, and every look this run may take reaches an e-value of at most "
+                f"{power.best or 0:.0f} where {power.bar or 0:.0f} is needed; {FIXES}",
+                keys=keys,
+                best=power.best,
+                bar=power.bar,
+            )
+        )
+    if power.split:
+        cells = [f"{key} {qid}" for key, qid in power.split]
+        notes.append(
+            Note(
+                NoteKind.JUDGE_SPLIT,
+                f"the judge stayed split over its re-asks on {len(cells)} cell(s) a verdict "
+                f"hung on ({', '.join(cells[:5])}{' …' if len(cells) > 5 else ''}): about "
+                f"as often one answer as the other, far above the flip rate of "
+                f"{rule.flip_rate:.0%} the check assumes; {FIXES}",
+                cells=power.split,
+            )
+        )
+    if too_noisy(power.strays, power.readings, rule.flip_rate):
+        rate = unit_flip_rate(power.strays, power.readings, rule.flip_rate)
+        notes.append(
+            Note(
+                NoteKind.RESPONSES_MISREAD,
+                f"the judge read {power.strays} of {power.readings} response(s) as violated "
+                f"where the artifact's other responses were not (up to {rate:.0%}), beyond "
+                f"the flip rate of {rule.flip_rate:.0%} the check assumes; {FIXES}",
+                strays=power.strays,
+                readings=power.readings,
+            )
+        )
+    return tuple(notes)
 
 
 def _fails(result: ArtifactResult, threshold: float) -> bool:

@@ -197,6 +197,12 @@ class Comparison:
         object.__setattr__(self, "notes", tuple(map(as_note, self.notes)))
 
     @property
+    def blind(self) -> bool:
+        """The run could not have seen a regression (canon.core.outcome.NoteKind.blinds):
+        inconclusive whether or not something would fail, never CONFORMS."""
+        return any(as_note(n).kind.blinds for n in self.inconclusive)
+
+    @property
     def regressions(self) -> tuple[Flip, ...]:
         """Flips that fail the check (confirmed, or not re-asked)."""
         return tuple(f for f in self.flips if f.regression)
@@ -229,8 +235,10 @@ class Comparison:
     @property
     def status(self) -> Status:
         """conforms, regressed, inconclusive (a judge too noisy to tell), or unavailable."""
+        if self.blind or (self.failed and self.inconclusive):
+            return "inconclusive"
         if self.failed:
-            return "inconclusive" if self.inconclusive else "regressed"
+            return "regressed"
         if self.unscored or self.undecided or any(f.status == "unavailable" for f in self.flips):
             return "unavailable"
         return "conforms"

@@ -16,6 +16,21 @@ supermartingale and, by Ville's inequality, reaches ``1 / a`` with probability a
 however the re-asking stops. A run splits its false-alarm budget over every cell it could
 have tested (Bonferroni on e-values), so the whole run's error is controlled whatever the
 suite's size; re-asking stops as soon as a cell is confirmed or refuted.
+
+Looks that cannot differ independently are one look. A deterministic judge (a decision
+model, an LLM re-asked at temperature 0) answers an identical request identically, and its
+misreadings of one response stick across that response's wordings: every answer it gives
+about one response is one *unit*, worth one factor, at the share of its answers that read
+the claim. So are the answers of any judge about one response of a replicated artifact
+(a misreading sticks to the text). Units multiply: other responses, another judge's
+sampled re-asks. The factor stays an e-value for any unit whose share of claim-reading
+answers has expectation at most its flip rate under the null, averaging included.
+
+Refuting a claim needs evidence for noise, not only against the claim: a sampled re-ask
+multiplies a second ratio, a judge split half and half against one straying at the flip
+rate, and a claim is refuted only when that ratio fell to ``1 / REFUTE_BAR``. A cell whose
+re-asks ran out with the ratio at ``SPLIT_BAR`` or more is *split*: the judge cannot tell
+there, and a check that asked it is inconclusive, not a pass.
 """
 
 from __future__ import annotations
@@ -34,6 +49,12 @@ DEFAULT_ALPHA = 0.05  # the chance an unchanged suite fails a check, at most
 DEFAULT_FLIP_RATE = 0.15  # how often the judge may stray from its usual answer
 DEFAULT_MAX_REASKS = 16  # re-asks per cell before it is called undecided
 DRIFT_SHARE = 0.2  # the part of alpha spent on the mean-drift test (Layer 2)
+# A claim is refuted when a half-and-half judge is this many times less likely than one
+# straying at the flip rate to have given the re-asks (about five disagreeing in a row) ...
+REFUTE_BAR = 20.0
+# ... and a cell whose re-asks ran out is split when that judge is this many times likelier.
+SPLIT_BAR = 4.0
+SPLIT = 0.5  # the half-and-half judge
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,6 +118,15 @@ class Evidence:
     # its first answer made. A claim made from several looks (one of them possibly against
     # it) gets one more: where it stops never changes the error rate, only the power.
     floor: float | None = None
+    # How much likelier a half-and-half judge made the sampled re-asks than one straying at
+    # the flip rate (1.0 before any): low refutes, high at the end is a split cell.
+    split: float = 1.0
+    units: int = 0  # independent units behind a claim built from units (0: sequential asks)
+
+    @property
+    def is_split(self) -> bool:
+        """The re-asks ran out with the judge split on the cell: it cannot tell here."""
+        return self.status == "open" and self.split >= SPLIT_BAR
 
     @property
     def reasks(self) -> int:
@@ -133,8 +163,21 @@ def mass_on(labels: frozenset[str], distribution: Mapping[str, float]) -> float:
 
 def factor(mass: float, rule: DecisionRule) -> float:
     """The e-value factor of one answer that puts ``mass`` on the claimed labels."""
-    f = rule.flip_rate
+    return factor_at(mass, rule.flip_rate)
+
+
+def factor_at(mass: float, flip_rate: float) -> float:
+    """The factor of a look (or unit) reading the claim ``mass`` of the time, under the
+    null that it does so at most ``flip_rate`` of the time: expectation at most 1 there."""
+    f = flip_rate
     return mass * (1.0 - f) / f + (1.0 - mass) * f / (1.0 - f)
+
+
+def split_factor(mass: float, rule: DecisionRule) -> float:
+    """How much likelier a half-and-half judge makes one sampled answer than one straying
+    to the claim at the flip rate."""
+    f = rule.flip_rate
+    return mass * SPLIT / f + (1.0 - mass) * SPLIT / (1.0 - f)
 
 
 def open_evidence(
@@ -181,19 +224,28 @@ def add_answer(
     cells: int,
     *,
     counted: bool = True,
+    guard: bool = True,
 ) -> Evidence:
-    """Fold one more answer into the test and settle it when the evidence decides."""
+    """Fold one more answer into the test and settle it when the evidence decides.
+
+    ``guard``: the answer also feeds the split ratio, and refuting needs it low (one
+    response's re-asks); off where the re-asks go round several responses, whose split is
+    measured per response (``split_within``)."""
     mass = mass_on(evidence.labels, distribution)
     e_value = evidence.e_value * factor(mass, rule)
     agreed = evidence.agreed + (counted and mass > 0.5)
     disagreed = evidence.disagreed + (counted and mass <= 0.5)
+    split = evidence.split * (split_factor(mass, rule) if counted and guard else 1.0)
     asks = evidence.asks + 1
     status: EvidenceStatus = "open"
     if e_value >= rule.bar(cells):
         status = "confirmed"
-    # Two answers more against the claim than for it: the first answer was the judge's
-    # noise. Stopping here never raises the false-alarm rate, only costs a little power.
-    elif e_value <= (evidence.floor or 1.0 / rule.support) * (1.0 + 1e-9):
+    # Answers net against the claim, and re-asks that a judge split on the cell would not
+    # have given: the first answer was the judge's noise. Stopping here never raises the
+    # false-alarm rate, only costs a little power; a coin-flip judge is not cleared by it.
+    elif e_value <= (evidence.floor or 1.0 / rule.support) * (1.0 + 1e-9) and (
+        split <= 1.0 / REFUTE_BAR or not guard
+    ):
         status = "refuted"
     return Evidence(
         evidence.labels,
@@ -204,7 +256,109 @@ def add_answer(
         int(agreed),
         int(disagreed),
         evidence.floor,
+        split,
     )
+
+
+def split_within(agreed: int, disagreed: int, rule: DecisionRule) -> float:
+    """How much likelier a half-and-half judge makes one response's re-asks than one that
+    answers it consistently (either way) but for the flip rate."""
+    f = rule.flip_rate
+    few, many = sorted((agreed, disagreed))
+    return float(SPLIT ** (few + many) / (f**few * (1.0 - f) ** many))
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """Answers that share what a misreading sticks to: every answer of a deterministic judge
+    about one response, or every answer of any judge about one response of a replicated
+    artifact. It counts once, at the share of its answers that read the claim."""
+
+    masses: tuple[float, ...]  # each answer's mass on the claimed labels
+    flip_rate: float  # under the null, the unit reads the claim at most this share
+
+    @property
+    def reading(self) -> float:
+        """The share of the unit's answers that give the claim most of their mass."""
+        return sum(1.0 for m in self.masses if m > 0.5) / len(self.masses)
+
+
+def evidence_from_units(
+    question: Question,
+    labels: frozenset[str],
+    units: Sequence[Unit],
+    sampled: Sequence[float],
+    rule: DecisionRule,
+    cells: int,
+) -> Evidence:
+    """A claim tested on independent units (``units``) and sampled re-asks of a judge whose
+    asks are independent looks (``sampled``: each answer's mass on the claim).
+
+    The e-value is the product of each unit's factor at its reading and each sampled
+    answer's factor; sampled answers also feed the split ratio (see the module docstring).
+    """
+    scores = [c.score for c in question.choices if c.label in labels and c.score is not None]
+    e_value = 1.0
+    agreed = disagreed = 0
+    for unit in units:
+        e_value *= factor_at(unit.reading, unit.flip_rate)
+        agreed += unit.reading > 0.5
+        disagreed += unit.reading <= 0.5
+    split = 1.0
+    for mass in sampled:
+        e_value *= factor(mass, rule)
+        split *= split_factor(mass, rule)
+        agreed += mass > 0.5
+        disagreed += mass <= 0.5
+    status: EvidenceStatus = "open"
+    if e_value >= rule.bar(cells):
+        status = "confirmed"
+    elif e_value <= 1.0 / rule.support * (1.0 + 1e-9) and (
+        not sampled or split <= 1.0 / REFUTE_BAR
+    ):
+        status = "refuted"
+    asks = sum(len(u.masses) for u in units) + len(sampled)
+    return Evidence(
+        labels,
+        max(scores) if scores else None,
+        asks,
+        e_value,
+        status,
+        agreed,
+        disagreed,
+        split=split,
+        units=len(units),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Power:
+    """What a run could confirm, and what it measured of its judge's disagreement.
+
+    ``unconfirmable``: judged artifacts on which no failure could have been confirmed, had
+    every look the run may take read it (``best`` is the largest e-value such a claim could
+    reach, ``bar`` the one it needed). ``split``: cells whose re-asks ran out with the judge
+    split. ``strays`` of ``readings``: responses read as violated where every other
+    response of the cell was not (the per-response misreading rate, replicates only).
+    """
+
+    unconfirmable: tuple[str, ...] = ()
+    best: float | None = None
+    bar: float | None = None
+    split: tuple[tuple[str, str], ...] = ()
+    strays: int = 0
+    readings: int = 0
+    deterministic: bool = False  # the judge answers an identical request identically
+    confirm_judge: bool = False  # a second judge confirms
+
+
+def attainable(units: Sequence[float], sampled: int, rule: DecisionRule) -> float:
+    """The largest e-value a claim could reach: every unit (given by its flip rate) and
+    ``sampled`` sampled answers all reading it."""
+    best = rule.support**sampled
+    for flip_rate in units:
+        best *= (1.0 - flip_rate) / flip_rate
+    return best
 
 
 def failed_reask(evidence: Evidence) -> Evidence:
@@ -218,6 +372,8 @@ def failed_reask(evidence: Evidence) -> Evidence:
         evidence.agreed,
         evidence.disagreed,
         evidence.floor,
+        evidence.split,
+        evidence.units,
     )
 
 

@@ -61,12 +61,22 @@ class NoteKind(enum.Enum):
     JUDGE_CHANGED = "judge_changed"
     CONSTITUTION_CHANGED = "constitution_changed"
     INPUT_CHANGED = "input_changed"  # an artifact answers another request than its record
+    # The run could not have seen a regression (the check is inconclusive, pass or fail):
+    UNCONFIRMABLE = "unconfirmable"  # no failure could reach the evidence the rule needs
+    JUDGE_SPLIT = "judge_split"  # the judge stayed split on a cell a verdict hung on
+    RESPONSES_MISREAD = "responses_misread"  # responses misread beyond the assumed flip rate
     OTHER = "other"  # a plain string a caller put in a result or comparison
 
     @property
     def advises_reaccept(self) -> bool:
         """Whether the note's remedy is recording this run as the new baseline."""
         return self in _REACCEPT_NOTES
+
+    @property
+    def blinds(self) -> bool:
+        """Whether the note says the run could not have seen a regression: such a check is
+        inconclusive whether or not something would fail."""
+        return self in _BLIND_NOTES
 
 
 _REACCEPT_NOTES = frozenset(
@@ -79,6 +89,7 @@ _REACCEPT_NOTES = frozenset(
         NoteKind.INPUT_CHANGED,
     }
 )
+_BLIND_NOTES = frozenset({NoteKind.UNCONFIRMABLE, NoteKind.JUDGE_SPLIT, NoteKind.RESPONSES_MISREAD})
 
 
 class _Coded(str):

@@ -11,6 +11,7 @@ partial judge outage is never evidence).
 from __future__ import annotations
 
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 
 from canon.core.evidence import Evidence
@@ -25,11 +26,13 @@ from canon.core.outcome import (
 from canon.core.scoring import (
     ArtifactResult,
     Cell,
+    Look,
     gate_tripped,
     judge_verdict,
     plainly_violated,
     violation_reason,
 )
+from canon.core.stats import wilson_ci
 
 # A baseline cell was "solidly satisfied" with a clear score and a confident judge; a
 # current cell at or below SOLID_VIOLATED is a flip worth testing.
@@ -40,6 +43,72 @@ SOLID_CONFIDENCE = 0.7
 # a principle's worst choice) is re-asked: with logprobs or samples a real contradiction
 # often shows as a minority mass before it shows as the top answer.
 MATERIAL_MASS = 0.2
+# Responses read beside others before their misreading rate is measured, not assumed.
+MIN_READINGS = 30
+STRICT_Z = 2.576  # the 99 % interval's z: a measured rate is used at its upper end
+
+
+def by_response(looks: Sequence[Look]) -> dict[int, list[Look]]:
+    """A cell's looks grouped by the response they were about, in response order."""
+    grouped: dict[int, list[Look]] = {}
+    for look in sorted(looks, key=lambda found: found.response):
+        grouped.setdefault(look.response, []).append(look)
+    return grouped
+
+
+def violated_labels(cell: Cell) -> frozenset[str]:
+    """The labels that read a cell as violated (score at or below SOLID_VIOLATED)."""
+    return frozenset(
+        c.label for c in cell.question.choices if c.score is not None and c.score <= SOLID_VIOLATED
+    )
+
+
+def response_strays(results: Sequence[ArtifactResult]) -> tuple[int, int]:
+    """How often one response reads a cell as violated where every other response of the
+    cell reads it otherwise: (strays, readings), over the cells with several responses.
+
+    A response's reading is the share of its looks (wordings) that put most mass on a
+    violated label; strays are those readings summed (rounded up). This is the rate at
+    which a reworded text is misread as a violation: the null rate of a response unit.
+    """
+    total = 0.0
+    readings = 0
+    for result in results:
+        for cell in result.cells:
+            if cell.state != "answered" or not cell.looks:
+                continue
+            groups = by_response(cell.looks)
+            if len(groups) < 2:
+                continue
+            bad = violated_labels(cell)
+            shares = {
+                response: sum(1.0 for look in looks if _mass(look, bad) > 0.5) / len(looks)
+                for response, looks in groups.items()
+            }
+            for response, share in shares.items():
+                if all(other == 0.0 for r, other in shares.items() if r != response):
+                    total += share
+                    readings += 1
+    return math.ceil(total - 1e-9), readings
+
+
+def _mass(look: Look, labels: frozenset[str]) -> float:
+    return sum(mass for label, mass in look.distribution if label in labels)
+
+
+def unit_flip_rate(strays: int, readings: int, assumed: float) -> float:
+    """The flip rate a response unit is tested at: the rate the decision rule assumes, or the
+    measured misreading rate at the upper end of its 99 % interval when enough responses
+    were read side by side to show it lower (a rate measured above the assumed one is
+    ``too_noisy``: the check is inconclusive)."""
+    if readings < MIN_READINGS:
+        return assumed
+    return min(assumed, max(1e-4, wilson_ci(strays, readings, STRICT_Z)[1]))
+
+
+def too_noisy(strays: int, readings: int, assumed: float) -> bool:
+    """Responses misread beyond doubt more often than the decision rule assumes."""
+    return readings >= MIN_READINGS and wilson_ci(strays, readings, STRICT_Z)[0] > assumed
 
 
 def gate_suspects(result: ArtifactResult, material: bool = False) -> tuple[str, ...]:
