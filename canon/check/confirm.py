@@ -74,6 +74,9 @@ from canon.judge.base import is_deterministic
 from canon.judge.concurrency import AdaptiveLimiter
 
 CellKey = tuple[str, str]  # (artifact key, question id)
+# A cell undecided when its re-asks ran out gets as many again when a half-and-half judge
+# explains its re-asks at least as well as one straying at the flip rate (the sampled ones).
+EXTEND_BAR = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -384,6 +387,7 @@ class _ArtifactConfirmation:
         )
         if not any(self.evidence[q].status == "confirmed" for q in decisive):
             await self._test_threshold()
+        self._pool_undecided()
         pooled = self._pooled()
         settled = settle(self.result, pooled, self.evidence)
         if self.spent:
@@ -400,6 +404,24 @@ class _ArtifactConfirmation:
             {(key, q): tuple(v) for q, v in self.agreeing.items() if v},
             self._best() if self.deterministic else None,
         )
+
+    def _pool_undecided(self) -> None:
+        # Cells of one artifact whose sampled re-asks all ran out undecided are pooled: a
+        # judge flipping a coin on this text is split on each, which a few re-asks per cell
+        # may not show but their sum does. Under the flip rate two such cells are rare.
+        undecided = {
+            q: e
+            for q, e in self.evidence.items()
+            if e.status == "open" and e.reasks >= self.rule.max_reasks and not e.units
+        }
+        if len(undecided) < 2:
+            return
+        agreed = sum(e.agreed for e in undecided.values())
+        disagreed = sum(e.disagreed for e in undecided.values())
+        spread = split_within(agreed, disagreed, self.rule)
+        for qid, found in undecided.items():
+            if spread > found.spread:
+                self.evidence[qid] = dataclasses.replace(found, spread=spread)
 
     def _asks(self, qid: str) -> int:
         # A deterministic judge's first pass may hold several looks (wordings, responses):
@@ -489,12 +511,18 @@ class _ArtifactConfirmation:
 
         evidence = current()
         variant = calls = 0
+        limit = self.rule.max_reasks
         while (
             evidence.status == "open"
             and second is not None
-            and calls < self.rule.max_reasks
             and not (fixed and len(by_shown) >= count)
         ):
+            if calls >= limit:
+                agreed = sum(m > 0.5 for m in sampled)
+                undecided = dataclasses.replace(evidence, agreed=agreed, disagreed=calls - agreed)
+                if not self._extend(undecided, limit, count):
+                    break
+                limit = 2 * self.rule.max_reasks
             variant += 1
             shown = replicate_for(variant, count)
             if fixed and shown in by_shown:
@@ -518,7 +546,19 @@ class _ArtifactConfirmation:
                 if answer.rationale:
                     self.reasons[qid] = answer.rationale
             evidence = current()
-        self.evidence[qid] = evidence
+        agreed = sum(m > 0.5 for m in sampled)
+        spread = split_within(agreed, len(sampled) - agreed, self.rule)
+        self.evidence[qid] = dataclasses.replace(evidence, spread=spread)
+
+    def _extend(self, evidence: Evidence, limit: int, responses: int) -> bool:
+        # One response's re-asks ran out undecided, split about as often one way as the other:
+        # as many again tell a coin-flip judge from one straying at the flip rate.
+        return (
+            responses == 1
+            and limit == self.rule.max_reasks
+            and evidence.status == "open"
+            and split_within(evidence.agreed, evidence.disagreed, self.rule) >= EXTEND_BAR
+        )
 
     async def _test(self, qid: str, labels: frozenset[str] | None = None) -> None:
         cell = self.result.cell(qid)
@@ -526,15 +566,23 @@ class _ArtifactConfirmation:
             cell.question, self.answers[qid], self.rule, self.cells, labels
         )
         tally = [[0, 0] for _ in self.artifact.texts]  # per response: agreed, disagreed
-        while (
-            evidence.status == "open"
-            # with replicates, a claim is not settled before every response was re-asked
-            or (
-                evidence.status == "confirmed"
-                and len(tally) > 1
-                and any(a + d == 0 for a, d in tally)
-            )
-        ) and evidence.reasks < self.rule.max_reasks:
+        limit = self.rule.max_reasks
+        while True:
+            if evidence.reasks >= limit and self._extend(evidence, limit, len(tally)):
+                limit = 2 * self.rule.max_reasks
+            if (
+                not (
+                    evidence.status == "open"
+                    # with replicates, a claim is not settled before every response was re-asked
+                    or (
+                        evidence.status == "confirmed"
+                        and len(tally) > 1
+                        and any(a + d == 0 for a, d in tally)
+                    )
+                )
+                or evidence.reasks >= limit
+            ):
+                break
             variant = evidence.asks
             answer = await self._ask(cell, variant=variant)
             if isinstance(answer, str):
@@ -558,11 +606,15 @@ class _ArtifactConfirmation:
             evidence = add_answer(
                 evidence, answer.distribution, self.rule, self.cells, guard=len(tally) == 1
             )
-        if len(tally) > 1:
-            # the judge is split when it is split on one response, not when the responses
-            # differ (a misreading that sticks to one text is outvoted, not a coin flip)
-            split = max(split_within(a, d, self.rule) for a, d in tally)
-            evidence = dataclasses.replace(evidence, split=split)
+        # The judge is split when it is split on one response, not when the responses differ
+        # (a misreading that sticks to one text is outvoted, not a coin flip).
+        # One response: every counted answer (a second look too).
+        spread = (
+            max(split_within(a, d, self.rule) for a, d in tally)
+            if len(tally) > 1
+            else split_within(evidence.agreed, evidence.disagreed, self.rule)
+        )
+        evidence = dataclasses.replace(evidence, spread=spread)
         if evidence.status == "confirmed" and len(tally) > 1 and any(a <= d for a, d in tally):
             # A misreading sticks to one text, so with replicates the response, not the ask,
             # is the unit of evidence: a claim stands only when the re-asks of every response

@@ -29,8 +29,9 @@ answers has expectation at most its flip rate under the null, averaging included
 Refuting a claim needs evidence for noise, not only against the claim: a sampled re-ask
 multiplies a second ratio, a judge split half and half against one straying at the flip
 rate, and a claim is refuted only when that ratio fell to ``1 / REFUTE_BAR``. A cell whose
-re-asks ran out with the ratio at ``SPLIT_BAR`` or more is *split*: the judge cannot tell
-there, and a check that asked it is inconclusive, not a pass.
+re-asks ran out undecided, with a half-and-half judge ``SPLIT_BAR`` times likelier than one
+answering it consistently (either way) but for the flip rate, is *split*: the judge cannot
+tell there, and a check that asked it is inconclusive, not a pass.
 """
 
 from __future__ import annotations
@@ -50,10 +51,12 @@ DEFAULT_FLIP_RATE = 0.15  # how often the judge may stray from its usual answer
 DEFAULT_MAX_REASKS = 16  # re-asks per cell before it is called undecided
 DRIFT_SHARE = 0.2  # the part of alpha spent on the mean-drift test (Layer 2)
 # A claim is refuted when a half-and-half judge is this many times less likely than one
-# straying at the flip rate to have given the re-asks (about five disagreeing in a row) ...
+# straying at the flip rate to have given the re-asks (six disagreeing in a row) ...
 REFUTE_BAR = 20.0
-# ... and a cell whose re-asks ran out is split when that judge is this many times likelier.
-SPLIT_BAR = 4.0
+# ... and a cell whose re-asks ran out undecided is split when that judge is this many times
+# likelier than a consistent one: at 16 re-asks, 7 or more each way. A judge at the flip
+# rate ends so on about 0.5 % of the cells it is re-asked about, a coin flip on half.
+SPLIT_BAR = 30.0
 SPLIT = 0.5  # the half-and-half judge
 
 
@@ -122,11 +125,14 @@ class Evidence:
     # the flip rate (1.0 before any): low refutes, high at the end is a split cell.
     split: float = 1.0
     units: int = 0  # independent units behind a claim built from units (0: sequential asks)
+    # When the re-asks ran out: how much likelier a half-and-half judge made them than a
+    # consistent one (``split_within``; per response with replicates, the largest).
+    spread: float = 0.0
 
     @property
     def is_split(self) -> bool:
         """The re-asks ran out with the judge split on the cell: it cannot tell here."""
-        return self.status == "open" and self.split >= SPLIT_BAR
+        return self.status == "open" and self.spread >= SPLIT_BAR
 
     @property
     def reasks(self) -> int:
@@ -374,6 +380,7 @@ def failed_reask(evidence: Evidence) -> Evidence:
         evidence.floor,
         evidence.split,
         evidence.units,
+        evidence.spread,
     )
 
 

@@ -1,0 +1,353 @@
+"""``canon check`` with a deterministic judge: what confirms a flip, and what is inconclusive
+(issue 23, sections 3 and 5).
+
+Every trial runs Canon's real code in-process: ``score_run`` (record, as ``canon accept``),
+the baseline written and read back, then ``check_run`` on texts reworded for the check,
+with simulated judges implementing the judge protocols. 30 artifacts, 11 questions (the
+gate, five facets, five principles of the billing constitution, rubric 1.1.0: three
+wordings each), default settings (threshold 0.85, alpha 0.05, flip_rate 0.15, 16 re-asks).
+One planted contradiction for power: artifact a000 violates P2 and contradicts the
+constitution in every response. Rates carry 95 % Wilson intervals.
+
+Judges (all seeded):
+- decision model (DM): deterministic (an identical request gets the identical answer: its
+  answer is a hash of the response text, the question and the wording); answers every
+  question in every wording per response in one call (``answer_all``). It misreads 5 % of
+  (response, wording) pairs, the misreadings of one response correlated across its wordings
+  (pairwise 0.5: with probability q the response is misread in every wording with one wrong
+  label, else each wording independently with probability r); the answer's probability is
+  noisy (the read label gets 0.55-0.98, the rest spread at random over the other labels).
+- LLM confirm judge: samples; each ask independently gives a random wrong label 10 % of the
+  time, independent of the DM's errors; every answer has a reason.
+- sticky LLM (issue 17's): misreads 5 % of (response, question) items, each ask of a misread
+  item repeating the misreading with probability 0.85.
+- coin-flip LLM: on the planted artifact's reply every ask is a coin flip between the true
+  label and one wrong label; right on every other artifact.
+
+Cells: DM + LLM confirm judge with 1 response; DM alone with 3 replicates; sticky LLM with
+3 replicates; DM alone with 1 response; the coin-flip judge with 1 response.
+"Blocked": an unchanged suite's check exits 1 or 6. "Caught": exit 1 naming a000.
+"LLM cells": the share of the suite's cells the confirm judge was asked about in a check.
+
+    .venv/bin/python benchmarks/bench_deterministic_evidence.py [--trials 100] [--only dm+llm]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import hashlib
+import random
+import sys
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from canon.check.pipeline import baseline_from_run, check_run, score_run
+from canon.check.runner import ScoringPlan
+from canon.core.baseline import baseline_from_data, baseline_to_data
+from canon.core.evidence import DecisionRule
+from canon.core.rubric import Question
+from canon.core.scoring import Answer
+from canon.core.stats import wilson_ci
+from canon.judge.base import Judge, JudgeRequest, ResponseAnswers
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_sticky_noise import (
+    CONSTITUTION,
+    PLANTED,
+    QUESTIONS,
+    RUBRIC,
+    StickyJudge,
+    Truth,
+    clean,
+    planted,
+    suite,
+)
+
+MISREAD = 0.05  # of (response, wording) pairs
+CORRELATION = 0.5  # between the misreadings of one response's wordings
+
+
+def mixture(p: float, rho: float) -> tuple[float, float]:
+    """(q, r): a response misread in every wording with probability q, else each wording
+    with probability r, so that each is misread with probability p and two wordings of one
+    response with correlation rho."""
+    both = p * p + rho * p * (1 - p)
+    low, high = 0.0, p
+    for _ in range(100):  # P(both) grows with q at a fixed marginal
+        q = (low + high) / 2
+        r = (p - q) / (1 - q)
+        if q + (1 - q) * r * r < both:
+            low = q
+        else:
+            high = q
+    return q, r
+
+
+def _rng(*parts: object) -> random.Random:
+    key = "|".join(str(p) for p in parts).encode()
+    return random.Random(hashlib.sha256(key).digest())
+
+
+def _spread(question: Question, label: str, top: float, rng: random.Random) -> dict[str, float]:
+    others = [c.label for c in question.choices if c.label != label]
+    weights = [rng.random() for _ in others]
+    total = sum(weights) or 1.0
+    answer = {label: top}
+    for other, weight in zip(others, weights, strict=True):
+        answer[other] = (1 - top) * weight / total
+    return answer
+
+
+@dataclass
+class DecisionModel:
+    """Deterministic, one call per response answering every question in every wording."""
+
+    truth: Truth
+    seed: int
+    p: float = MISREAD
+    rho: float = CORRELATION
+    calls: int = 0
+    deterministic: bool = True
+    mix: tuple[float, float] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.mix = mixture(self.p, self.rho)
+
+    @property
+    def name(self) -> str:
+        return "sim-decision-model"
+
+    def _answer(self, request: JudgeRequest) -> Answer:
+        question, text = request.question, request.artifact.text
+        true = self.truth(request.artifact.id or "", question.id)
+        wrong = [c.label for c in question.choices if c.label != true]
+        response = _rng(self.seed, text, question.id)
+        q, r = self.mix
+        sticky = response.random() < q
+        sticky_label = response.choice(wrong)
+        look = _rng(self.seed, text, question.id, request.variant)
+        if sticky:
+            label = sticky_label
+        elif look.random() < r:
+            label = look.choice(wrong)
+        else:
+            label = true
+        top = 0.55 + 0.43 * look.random()  # calibration noise
+        return Answer(_spread(question, label, top, look))
+
+    async def answer(self, request: JudgeRequest) -> Answer:
+        self.calls += 1
+        return self._answer(request)
+
+    async def answer_all(self, requests: Sequence[JudgeRequest]) -> ResponseAnswers:
+        self.calls += 1
+        return ResponseAnswers({i: self._answer(r) for i, r in enumerate(requests)})
+
+
+@dataclass
+class SamplingLLM:
+    """Samples: each ask gives a random wrong label with probability ``e``."""
+
+    truth: Truth
+    seed: int
+    e: float = 0.10
+    calls: int = 0
+    asked: set[tuple[str, str]] = field(default_factory=set)
+    rng: random.Random = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+
+    @property
+    def name(self) -> str:
+        return "sim-llm"
+
+    async def answer(self, request: JudgeRequest) -> Answer:
+        self.calls += 1
+        question = request.question
+        self.asked.add((request.artifact.id or "", question.id))
+        true = self.truth(request.artifact.id or "", question.id)
+        label = true
+        if self.rng.random() < self.e:
+            label = self.rng.choice([c.label for c in question.choices if c.label != true])
+        return Answer({label: 1.0}, f"the LLM read {question.id} as {label!r}")
+
+
+@dataclass
+class CoinFlip:
+    """A coin flip on the planted artifact's reply; right on every other artifact."""
+
+    truth: Truth
+    seed: int
+    calls: int = 0
+    rng: random.Random = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.rng = random.Random(self.seed)
+
+    @property
+    def name(self) -> str:
+        return "sim-coin-flip"
+
+    async def answer(self, request: JudgeRequest) -> Answer:
+        self.calls += 1
+        question = request.question
+        key = request.artifact.id or ""
+        true = self.truth(key, question.id)
+        if key != PLANTED or self.truth is clean:
+            return Answer({true: 1.0})
+        wrong = _rng(self.seed, request.artifact.text, question.id).choice(
+            [c.label for c in question.choices if c.label != true]
+        )
+        return Answer({true if self.rng.random() < 0.5 else wrong: 1.0})
+
+
+@dataclass(frozen=True)
+class Trial:
+    status: str  # conforms, regressed, inconclusive, unavailable
+    named: frozenset[str]
+    asked: int  # cells the confirm judge was asked about in the check
+    cells: int
+    inconclusive: tuple[str, ...]
+
+
+JudgeMaker = Callable[[Truth, int], Judge]
+
+
+def trial(
+    judge: JudgeMaker,
+    confirm: JudgeMaker | None,
+    after: Truth,
+    seed: int,
+    *,
+    size: int,
+    replicates: int,
+) -> Trial:
+    """Accept an unchanged suite (recorded), reword every response, check against ``after``."""
+    rule = DecisionRule()
+
+    def plan(truth: Truth, salt: int) -> ScoringPlan:
+        second = None if confirm is None else confirm(truth, seed * 7 + salt + 1)
+        return ScoringPlan(
+            CONSTITUTION, RUBRIC, judge(truth, seed * 7 + salt), 0.85, confirm_judge=second
+        )
+
+    accept = plan(clean, 0)
+    accepted = asyncio.run(score_run(accept, suite(size, 0, replicates), rule, record=True))
+    baseline = baseline_from_data(
+        baseline_to_data(baseline_from_run(accept, accepted)), source="bench"
+    )
+    check = plan(after, 3)
+    outcome = asyncio.run(check_run(check, suite(size, 1, replicates), baseline, rule=rule))
+    c = outcome.comparison
+    named = frozenset([n.key for n in c.failures] + [f.key for f in c.flips if f.regression])
+    second = check.confirm_judge
+    asked = len(second.asked) if isinstance(second, SamplingLLM) else 0
+    return Trial(c.status, named, asked, size * len(QUESTIONS), c.inconclusive)
+
+
+def rate(hits: int, trials: int) -> str:
+    low, high = wilson_ci(hits, trials)
+    return f"{hits}/{trials} = {hits / trials:6.1%} [{low:5.1%}, {high:5.1%}]"
+
+
+@dataclass(frozen=True)
+class Cell:
+    name: str
+    judge: JudgeMaker
+    confirm: JudgeMaker | None
+    replicates: int
+    rows: tuple[str, ...]  # which rows to run: "aa", "planted"
+
+
+def dm(truth: Truth, seed: int) -> Judge:
+    return DecisionModel(truth, seed)
+
+
+def llm(truth: Truth, seed: int) -> Judge:
+    return SamplingLLM(truth, seed)
+
+
+def sticky(truth: Truth, seed: int) -> Judge:
+    return StickyJudge(truth, 0.05, 0.85, seed)
+
+
+def coin(truth: Truth, seed: int) -> Judge:
+    return CoinFlip(truth, seed)
+
+
+CELLS = {
+    "dm+llm": Cell("DM + LLM confirm_judge, 1 response", dm, llm, 1, ("aa", "planted")),
+    "dm-3": Cell("DM alone, 3 replicates", dm, None, 3, ("aa", "planted")),
+    "sticky-3": Cell("sticky LLM (5 %, 0.85), 3 replicates", sticky, None, 3, ("aa", "planted")),
+    "dm-1": Cell("DM alone, 1 response", dm, None, 1, ("aa", "planted")),
+    "coin": Cell("coin-flip LLM, 1 response", coin, None, 1, ("planted",)),
+}
+
+
+def report(cell: Cell, row: str, trials: list[Trial], seconds: float) -> None:
+    n = len(trials)
+    blocked = sum(t.status in ("regressed", "inconclusive") for t in trials)
+    regressed = sum(t.status == "regressed" for t in trials)
+    inconclusive = sum(t.status == "inconclusive" for t in trials)
+    passed = sum(t.status == "conforms" for t in trials)
+    caught = sum(t.status == "regressed" and PLANTED in t.named for t in trials)
+    asked = sum(t.asked for t in trials) / max(1, sum(t.cells for t in trials))
+    label = f"{cell.name}, {'A/A unchanged' if row == 'aa' else 'planted in a000'}"
+    print(f"{label}  ({n} trials, {seconds:.0f} s)")
+    if row == "aa":
+        print(f"    blocked (exit 1 or 6)      {rate(blocked, n)}")
+        print(f"    confident REGRESSION       {rate(regressed, n)}")
+    else:
+        print(f"    caught and named (exit 1)  {rate(caught, n)}")
+        print(f"    exit 0 (CONFORMS)          {rate(passed, n)}")
+    print(f"    inconclusive (exit 6)      {rate(inconclusive, n)}")
+    if cell.confirm is not None:
+        print(f"    LLM asked about            {asked:.1%} of the cells (mean over checks)")
+    why: dict[str, int] = {}
+    for t in trials:
+        for reason in t.inconclusive:
+            kind = getattr(reason, "code", "other")
+            why[kind] = why.get(kind, 0) + 1
+    if why:
+        print("    inconclusive because       " + ", ".join(f"{k} {v}" for k, v in why.items()))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=100)
+    parser.add_argument("--size", type=int, default=30)
+    parser.add_argument("--seed", type=int, default=20261203)
+    parser.add_argument("--only", nargs="+", choices=sorted(CELLS), default=list(CELLS))
+    args = parser.parse_args()
+    q, r = mixture(MISREAD, CORRELATION)
+    print(
+        f"deterministic evidence: {args.size} artifacts x {len(QUESTIONS)} questions, "
+        f"{args.trials} trials per row, 95% Wilson intervals; DM misreads {MISREAD:.0%} of "
+        f"(response, wording) pairs (q = {q:.4f}, r = {r:.4f})"
+    )
+    for name in args.only:
+        cell = CELLS[name]
+        for row in cell.rows:
+            after = clean if row == "aa" else planted
+            started = time.monotonic()
+            trials = [
+                trial(
+                    cell.judge,
+                    cell.confirm,
+                    after,
+                    args.seed + i,
+                    size=args.size,
+                    replicates=cell.replicates,
+                )
+                for i in range(args.trials)
+            ]
+            report(cell, row, trials, time.monotonic() - started)
+            sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
