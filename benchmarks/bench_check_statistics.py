@@ -158,7 +158,7 @@ def run_trial(
     c = outcome.comparison
     named = frozenset([n.key for n in c.failures] + [f.key for f in c.flips if f.regression])
     return Trial(
-        failed=c.failed,
+        failed=c.status in ("regressed", "inconclusive"),  # exit 1 or 6
         status=c.status,
         named=named,
         drift=c.drift.regressed,
