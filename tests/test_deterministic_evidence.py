@@ -32,6 +32,9 @@ from canon.errors import ExitCode
 from canon.judge.base import JudgeRequest, ResponseAnswers
 from canon.project.store import load_rubric
 from canon.report.check import check_document, exit_code_for, render_check
+from canon.report.github import github_annotations
+from canon.report.html import html_report
+from canon.report.junit import junit_xml
 
 RUBRIC = load_rubric()
 CONSTITUTION = Constitution(
@@ -306,3 +309,22 @@ def test_a_judge_split_on_a_cell_a_verdict_hangs_on_is_inconclusive_not_a_pass()
     document = check_document(comparison, baseline, suite="suite", path="b.json")
     assert document["status"] == "inconclusive"
     assert any("stayed split" in line for line in json.loads(json.dumps(document))["inconclusive"])
+
+
+def test_every_report_says_why_a_deterministic_judge_alone_could_not_tell():
+    plan = _plan(Decisions(planted))
+    baseline = _accept(_plan(Decisions(clean)), 4, 1)
+    outcome = asyncio.run(check_run(plan, suite(4, 1, 1), baseline))
+    comparison, results = outcome.comparison, outcome.results
+    said = "could have been confirmed"
+    assert exit_code_for(comparison) == ExitCode.INCONCLUSIVE
+    assert said in render_check(comparison, baseline, suite="s", path="b.json")
+    document = check_document(comparison, baseline, suite="s", path="b.json")
+    assert document["status"] == "inconclusive"
+    assert any(said in line for line in document["inconclusive"])
+    assert said in junit_xml(results, plan, suite="s", comparison=comparison)
+    assert said in github_annotations(results, comparison)
+    assert said in html_report(results, plan, suite="s", comparison=comparison)
+    assert "a confirm_judge that samples" in render_check(
+        comparison, baseline, suite="s", path="b.json"
+    )
