@@ -215,7 +215,8 @@ def test_a_flip_the_judge_does_not_repeat_on_reask_is_only_a_note(project, monke
 
     _with_judge(monkeypatch, fickle)
     result = _canon(project, "check")
-    assert asked["P2"] == 3  # the first answer and two re-asks that do not repeat it
+    # the first answer and six re-asks that do not repeat it: two could be a coin flip's
+    assert asked["P2"] == 7
     assert result.exit_code == 0, result.output
     assert "duplicate-charge P2" in result.stdout and "not repeated on re-ask" in result.stdout
     assert "did not repeat it" in result.stdout

@@ -63,11 +63,12 @@ def test_check_re_asks_a_flip_of_the_judge_itself_not_of_the_cache(project, fake
     # the same artifact id with a new text: its questions are asked anew, and the judge
     # now says the mission is not served, then takes it back when asked again
     (project / "one.yaml").write_text(SUITE.format(text="I refunded both charges, to be safe."))
-    mission.replies, mission.hits = ("ANSWER: no", "ANSWER: yes", "ANSWER: yes"), 0
+    mission.replies, mission.hits = ("ANSWER: no", *["ANSWER: yes"] * 6), 0
     checked = _canon(project, fake_llm, "check", "--quiet")
-    # 10 new questions, the changed artifact's second gate look and 2 re-asks: each a new
-    # variant with its own cache key, asked of the judge, never the cached first answer
-    assert len(fake_llm.requests) == 20 + 10 + 1 + 2
+    # 10 new questions, the changed artifact's second gate look and 6 re-asks (refuting a
+    # claim takes six in a row: two could be a coin flip's): each a new variant with its
+    # own cache key, asked of the judge, never the cached first answer
+    assert len(fake_llm.requests) == 20 + 10 + 1 + 6
     assert checked.returncode == 0, checked.stdout + checked.stderr
     assert "not repeated on re-ask" in checked.stdout
 
