@@ -3,9 +3,10 @@
 A seeded noisy judge answers every question with its true label, except that with
 probability ``f`` (independently per call) it answers another choice instead: any other
 valid choice ("any" noise), or a neighbouring one by score ("adjacent" noise: yes <->
-partly <-> no; the gate's two answers swap). In "deterministic" mode it behaves like a
-model at temperature 0: the same prompt always gets the same answer, so only a changed
-wording (or a re-ask variant, sampled afresh) draws anew.
+partly <-> no; the gate's two answers swap). In "temperature-0" mode its first asks behave
+like a model at temperature 0 (the same prompt always gets the same answer, so only a
+changed wording draws anew) while its re-asks are sampled afresh (``reask_temperature`` above
+0): not a deterministic judge in the sense of ``canon.judge.base.is_deterministic``.
 
 Each trial runs the library functions the CLI uses (``canon accept``: score with a second
 look at every answer and confirm, record the baseline through its JSON form; ``canon
@@ -74,7 +75,7 @@ class NoisyJudge:
     truth: Truth
     flip: float
     seed: int
-    deterministic: bool = False
+    first_ask_fixed: bool = False  # temperature 0 on the first ask only (not ``deterministic``)
     adjacent: bool = False
     calls: int = 0
     rng: random.Random = field(init=False)
@@ -91,7 +92,7 @@ class NoisyJudge:
         question = request.question
         artifact_id = request.artifact.id or ""
         true = self.truth(artifact_id, question.id)
-        if self.deterministic and request.variant == 0:
+        if self.first_ask_fixed and request.variant == 0:
             # temperature 0: an identical prompt gets an identical answer
             digest = hashlib.sha256(
                 f"{self.seed}|{request.artifact.text}|{question.id}".encode()
