@@ -9,7 +9,7 @@ from canon.check.runner import ScoringPlan
 from canon.check.spend import run_usage
 from canon.core.artifact import Artifact, input_text
 from canon.core.compare import Comparison, Drift, Flip
-from canon.core.scoring import ArtifactResult, Cell, cell_label, falls_short
+from canon.core.scoring import ArtifactResult, Cell, cell_label, cell_reason, falls_short
 from canon.core.usage import format_cost
 from canon.core.verdict import Verdict, judge_failures
 from canon.core.verdict import verdict_of as core_verdict
@@ -291,7 +291,7 @@ def _drift(drift: Drift, *, inconclusive: bool = False) -> str:
 def _flip_reason(result: ArtifactResult | None, question: str) -> str:
     """The judge's reason for a flipped question, in full ("" when it gave none)."""
     try:
-        return "" if result is None else (result.cell(question).rationale or "")
+        return "" if result is None else (cell_reason(result.cell(question)) or "")
     except KeyError:
         return ""
 
@@ -369,7 +369,7 @@ def _cell_row(cell: Cell) -> tuple[str, ...]:
 
     # the judge's own words in full, and for a refused cell the judge's refusal; why the
     # judge could not answer an unscored cell is said once above the table
-    reason = cell.error if cell.state == "refused" else cell.rationale
+    reason = cell.error if cell.state == "refused" else cell_reason(cell)
     return (
         cell.id,
         cell_label(cell),

@@ -19,10 +19,12 @@ from canon.check.runner import ScoringPlan, score_artifact
 from canon.check.spend import estimate_run
 from canon.core.artifact import Artifact
 from canon.core.evidence import DecisionRule
+from canon.core.scoring import cell_reason
 from canon.errors import BudgetExceededError, ConfigError
 from canon.judge.cache import cached_judge
 from canon.judge.decisions.judge import DecisionJudge
 from canon.project.store import load_rubric
+from canon.report.json_report import result_record
 
 from .conftest import decision_server, helpers
 
@@ -145,3 +147,17 @@ def test_a_check_answered_by_another_release_is_refused_as_a_judge_change() -> N
     assert accepted.answered_by == ("gpt-6-luna",)
     with pytest.raises(JudgeChangedError, match="canon rejudge"):
         compare_run(later, run, accepted, 0.02, DecisionRule())
+
+
+def test_reports_show_the_probabilities_where_the_judge_gives_no_reason() -> None:
+    with decision_server.running() as server:
+        result = asyncio.run(score_artifact(_plan(_judge(server.url)), helpers.ARTIFACT))
+    cell = result.cell("mission")
+    assert cell.rationale is None
+    reason = cell_reason(cell)
+    assert reason is not None and reason.startswith("no reason given; the judge's probabilities")
+    assert "wording 1: " in reason and "wording 3: " in reason
+    record = result_record(result)["questions"]["mission"]
+    assert record["probabilities"] == pytest.approx(dict(cell.distribution), abs=1e-6)
+    assert [look["wording"] for look in record["looks"]] == [0, 1, 2]
+    assert sum(record["looks"][1]["probabilities"].values()) == pytest.approx(1.0, abs=1e-5)
