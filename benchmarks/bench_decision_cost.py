@@ -9,8 +9,8 @@ constitution plus one principle (11 questions, 3 wordings each), for Jev
 dollars side by side; the decision path's dollars over the LLM path's.
 
 Part 2: the same 1,000 artifacts scored through Canon's runner (one call per artifact)
-against jevcompat's mock behind a 0.4 s delay, at the default concurrency (8); the wall
-time over the ideal (requests x 0.4 s / 8).
+against jevcompat's mock (a child process) behind a 0.4 s delay, at the default concurrency
+(8); the wall time over the ideal (requests x 0.4 s / 8).
 
 Run: .venv/bin/python benchmarks/bench_decision_cost.py [--artifacts N] [--latency S]
 """
@@ -21,14 +21,12 @@ import argparse
 import asyncio
 import dataclasses
 import os
-import threading
+import subprocess
+import sys
 import time
-from http.server import ThreadingHTTPServer
 from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-
-from jevcompat.mock import Handler, MockConfig
 
 from canon.check.runner import DEFAULT_CONCURRENCY, ScoringPlan, score_artifacts
 from canon.check.spend import estimate_run
@@ -95,24 +93,32 @@ def cost_table(count: int) -> None:
                 print(f"  {label} / {llm}: {estimate.cost / other.cost:.4f} of the dollars")
 
 
-class _Slow(Handler):
-    delay = 0.4
+# The server runs in a child process, so its CPU (jevcompat hashes every option) never
+# competes with the client's for the interpreter lock.
+_SERVER = """
+import sys, time
+class Slow(Handler):
+    cfg = MockConfig(key=None)
 
-    def do_POST(self) -> None:
-        time.sleep(self.delay)
-        super().do_POST()  # type: ignore[misc]
+    def do_POST(self):
+        time.sleep(float(sys.argv[1]))
+        super().do_POST()
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+server.daemon_threads = True
+server.request_queue_size = 256
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
 
 
 def wall_time(count: int, latency: float) -> None:
-    config = MockConfig(key=None)
-    handler = type("H", (_Slow,), {"cfg": config, "delay": latency})
-    server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    server.daemon_threads = True
-    server.request_queue_size = 256
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
+    child = subprocess.Popen(
+        [sys.executable, "-c", _SERVER, str(latency)], stdout=subprocess.PIPE, text=True
+    )
     try:
+        assert child.stdout is not None
+        url = f"http://127.0.0.1:{int(child.stdout.readline())}"
         judge = DecisionJudge("typesafe", "jev-1.13.0", api_base=url, timeout=30.0)
         plan = plan_for(judge)
         items = artifacts(count)
@@ -120,8 +126,8 @@ def wall_time(count: int, latency: float) -> None:
         results = asyncio.run(score_artifacts(plan, items))
         elapsed = time.perf_counter() - started
     finally:
-        server.shutdown()
-        server.server_close()
+        child.terminate()
+        child.wait()
     calls = sum(c.usage.calls for r in results for c in r.cells if c.usage is not None)
     unscored = sum(len(r.unscored) for r in results)
     ideal = calls * latency / DEFAULT_CONCURRENCY

@@ -6,6 +6,8 @@ for a check). Against the tests' own decision server and jevcompat's mock, on 12
 from __future__ import annotations
 
 import asyncio
+import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +27,8 @@ from canon.judge.cache import cached_judge
 from canon.judge.decisions.judge import DecisionJudge
 from canon.project.store import load_rubric
 from canon.report.json_report import result_record
+
+from support.cli import copy_example, run_canon
 
 from .conftest import decision_server, helpers
 
@@ -161,3 +165,33 @@ def test_reports_show_the_probabilities_where_the_judge_gives_no_reason() -> Non
     assert record["probabilities"] == pytest.approx(dict(cell.distribution), abs=1e-6)
     assert [look["wording"] for look in record["looks"]] == [0, 1, 2]
     assert sum(record["looks"][1]["probabilities"].values()) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_the_cli_scores_with_one_call_per_artifact_says_batch_has_no_wire_and_refuses_an_alias(
+    tmp_path: Path,
+) -> None:
+    project = copy_example(tmp_path)
+    config = project / "canon.yaml"
+    text = config.read_text(encoding="utf-8")
+    with decision_server.running() as server:
+        env = {**os.environ, "TYPESAFE_BASE_URL": server.url, "TYPESAFE_API_KEY": "k"}
+        config.write_text(
+            text.replace("judge_model: mock:judge-script.yaml", "judge_model: typesafe:jev-1.13.0")
+        )
+        scored = run_canon(project, "score", "--batch", "--format", "json", env=env)
+        calls = len(server.requests)
+        whole = [body for body in server.requests if len(body["questions"]) > 1]
+        config.write_text(
+            text.replace("judge_model: mock:judge-script.yaml", "judge_model: typesafe:jev-latest")
+        )
+        accepted = run_canon(project, "accept", env=env)
+    assert scored.returncode in (0, 1), scored.stderr
+    assert "the typesafe decision wire has no batch mode; asking online" in scored.stderr
+    assert len(whole) == 3  # three artifacts, one call each carrying every question
+    document = json.loads(scored.stdout)
+    assert document["usage"]["calls"] == calls and document["usage"]["cost_usd"] > 0
+    assert accepted.returncode == 2 and len(server.requests) == calls  # refused before a call
+    assert "alias" in accepted.stderr and "typesafe:jev-1.13.0" in accepted.stderr
+    assert not (project / "baselines" / "suite.json").exists() or "jev-latest" not in (
+        project / "baselines" / "suite.json"
+    ).read_text(encoding="utf-8")
