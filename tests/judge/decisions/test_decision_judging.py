@@ -28,9 +28,8 @@ from canon.judge.decisions.judge import DecisionJudge
 from canon.project.store import load_rubric
 from canon.report.json_report import result_record
 
-from support.cli import copy_example, run_canon
-
 from .conftest import decision_server, helpers
+from support.cli import copy_example, run_canon
 
 RUBRIC = load_rubric()
 
