@@ -97,6 +97,9 @@ def cost_table(count: int) -> None:
 # competes with the client's for the interpreter lock.
 _SERVER = """
 import sys, time
+from http.server import ThreadingHTTPServer
+from jevcompat.mock import Handler, MockConfig
+
 class Slow(Handler):
     cfg = MockConfig(key=None)
 
