@@ -6,8 +6,10 @@ for a check). Against the tests' own decision server and jevcompat's mock, on 12
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,9 @@ from canon.core.evidence import DecisionRule
 from canon.core.scoring import cell_reason
 from canon.errors import BudgetExceededError, ConfigError
 from canon.judge.cache import cached_judge
+from canon.judge.decisions.client import Pace
 from canon.judge.decisions.judge import DecisionJudge
+from canon.judge.decisions.wires import WIRES
 from canon.project.store import load_rubric
 from canon.report.json_report import result_record
 
@@ -194,3 +198,22 @@ def test_the_cli_scores_with_one_call_per_artifact_says_batch_has_no_wire_and_re
     assert not (project / "baselines" / "suite.json").exists() or "jev-latest" not in (
         project / "baselines" / "suite.json"
     ).read_text(encoding="utf-8")
+
+
+def test_calls_never_go_faster_than_the_wires_published_rate() -> None:
+    pace = Pace(1200)  # System One's 1,200 requests a minute: one every 0.05 s
+
+    async def calls() -> list[float]:
+        stamps: list[float] = []
+
+        async def one() -> None:
+            await pace.wait()
+            stamps.append(time.monotonic())
+
+        await asyncio.gather(*(one() for _ in range(6)))
+        return sorted(stamps)
+
+    stamps = asyncio.run(calls())
+    gaps = [b - a for a, b in itertools.pairwise(stamps)]
+    assert min(gaps) >= 0.045 and stamps[-1] - stamps[0] >= 0.24
+    assert WIRES["typesafe"].per_minute == 1200 and WIRES["openai-decisions"].per_minute is None
