@@ -11,6 +11,7 @@ from canon.core.calibration import (
     Forecast,
     brier_decomposition,
     brier_score,
+    calibrated_ece,
     calibration,
     calibration_to_data,
     expected_calibration_error,
@@ -148,3 +149,25 @@ def test_bins_refuse_a_confidence_outside_zero_to_one_and_a_count_below_one():
         reliability_bins([(1.5, True)])
     with pytest.raises(UsageError, match="need a count >= 1"):
         reliability_bins([], bins=0)
+
+
+def test_a_calibrated_judges_ece_bound_matches_small_cases_worked_by_hand():
+    # one bin, two answers at 0.5: right 0, 1 or 2 times (1/4, 1/2, 1/4), ECE 0.5, 0, 0.5;
+    # its 95th percentile is 0.5
+    assert calibrated_ece([0.5, 0.5]) == 0.5
+    # a judge sure of every answer and right every time shows 0
+    assert calibrated_ece([1.0] * 5) == 0.0
+    assert calibrated_ece([]) is None
+    # seeded: the same answers give the same bound
+    assert calibrated_ece([0.6, 0.7, 0.9] * 4) == calibrated_ece([0.6, 0.7, 0.9] * 4)
+
+
+def test_the_calibrated_bound_shrinks_with_n_as_the_benchmark_measured():
+    # bench_calibration.py, 1000 trials: 95th percentile 0.198 at n = 30, 0.116 at n = 100
+    step = [0.5 + 0.5 * (i + 0.5) / 100 for i in range(100)]
+    small, large = calibrated_ece(step[::3][:30]), calibrated_ece(step)
+    assert small is not None and large is not None
+    assert 0.15 < small < 0.27 and 0.08 < large < 0.15
+    found = calibration(P2, EIGHT)
+    assert found.calibrated_ece is not None and found.ece is not None
+    assert found.calibrated_ece > 0.2  # eight answers: an ECE of 0.275 is within noise

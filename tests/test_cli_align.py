@@ -417,7 +417,10 @@ def test_align_reports_calibration_next_to_kappa_as_a_real_process(project):
         "top-label, 10 equal-width bins of confidence):"
     )
     p2 = next(line for line in lines[start:] if line.startswith("  P2 "))
-    assert "n=8  Brier 0.390 (label frequencies alone: 0.469)  ECE 0.275" in p2
+    assert (
+        "n=8  Brier 0.390 (label frequencies alone: 0.469)  ECE 0.275 (a perfectly calibrated "
+        "judge: up to 0.350 at this n)"
+    ) in p2
     assert "only 8 label(s), under 30: the ECE is a rough sketch" in p2
     assert "one-hot" not in p2
     bins = lines[lines.index(p2) + 1]
@@ -440,6 +443,7 @@ def test_align_reports_calibration_next_to_kappa_as_a_real_process(project):
     ] == pytest.approx(0.39, abs=1e-5)
     assert [b["n"] for b in found["bins"]] == [0, 0, 0, 0, 0, 0, 2, 2, 1, 3]
     assert found["one_hot"] is False and found["few_labels"] is True
+    assert found["ece_if_calibrated_95"] == 0.35
     assert "10 equal-width bins" in document["calibration_method"]
     # recorded beside the kappa, without the bins
     record = json.loads((project / ALIGNMENT).read_text())["records"][0]["questions"]["P2"]

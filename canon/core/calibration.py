@@ -12,7 +12,11 @@ choice. Against the label a person gave, ``canon align`` reports:
 - the top-label **expected calibration error**: the judge's confidence in its most likely
   label (``modal_label``, the answer kappa compares) against how often that label is the
   person's, in ``ECE_BINS`` equal-width bins of confidence, weighted by their counts;
-- the bins themselves, the points of a reliability diagram.
+- the bins themselves, the points of a reliability diagram;
+- what a perfectly calibrated judge would show: the 95th percentile of the ECE of a judge
+  with the same confidences that is right with exactly those probabilities (seeded). The
+  ECE of a small sample is far from 0 even then (``benchmarks/bench_calibration.py``), so an
+  ECE is read against this bound, not against 0.
 
 A judge whose answers are all one-hot gets the same numbers, and they are then plain
 accuracy: Brier ``2 * (1 - agreement)`` and ECE ``1 - agreement``.
@@ -20,6 +24,7 @@ accuracy: Brier ``2 * (1 - agreement)`` and ECE ``1 - agreement``.
 
 from __future__ import annotations
 
+import random
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +41,8 @@ CALIBRATION_METHOD = (
     f"Brier: multi-class, 0 perfect to 2 all mass on a wrong label; ECE: top-label, "
     f"{ECE_BINS} equal-width bins of confidence"
 )
+CALIBRATED_RESAMPLES = 200
+CALIBRATED_SEED = 0
 # Forecasts equal to this many decimals are one forecast in the Brier decomposition.
 _SAME_FORECAST_DIGITS = 9
 _ONE_HOT = 1.0 - 1e-9
@@ -78,6 +85,9 @@ class QuestionCalibration:
     ece: float | None
     bins: tuple[Bin, ...]
     one_hot: bool  # every answer put all its mass on one label: the numbers are accuracy
+    # The 95th percentile of the ECE a perfectly calibrated judge with these confidences
+    # shows at this n (calibrated_ece); None with no labels.
+    calibrated_ece: float | None = None
 
     @property
     def label(self) -> str:
@@ -155,7 +165,7 @@ def reliability_bins(
     for confidence, correct in answers:
         if not 0.0 <= confidence <= 1.0:
             raise UsageError(f"a confidence must be in [0, 1], got {confidence}")
-        members[min(int(confidence * bins + _EDGE), bins - 1)].append((confidence, correct))
+        members[_bin_of(confidence, bins)].append((confidence, correct))
     found = []
     for index, inside in enumerate(members):
         count = len(inside)
@@ -169,6 +179,38 @@ def reliability_bins(
             )
         )
     return tuple(found)
+
+
+def _bin_of(confidence: float, bins: int) -> int:
+    return min(int(confidence * bins + _EDGE), bins - 1)
+
+
+def calibrated_ece(
+    confidences: Sequence[float],
+    bins: int = ECE_BINS,
+    *,
+    resamples: int = CALIBRATED_RESAMPLES,
+    seed: int = CALIBRATED_SEED,
+) -> float | None:
+    """The 95th percentile of the ECE of a perfectly calibrated judge with these
+    confidences: each answer right with exactly its confidence, ``resamples`` seeded draws.
+    None with no confidences."""
+    n = len(confidences)
+    if n == 0:
+        return None
+    index = [_bin_of(c, bins) for c in confidences]
+    expected = [0.0] * bins  # per bin, the sum of confidences: the right answers expected
+    for c, b in zip(confidences, index, strict=True):
+        expected[b] += c
+    rng = random.Random(seed)
+    found = []
+    for _ in range(resamples):
+        right = [0] * bins
+        for c, b in zip(confidences, index, strict=True):
+            right[b] += rng.random() < c
+        found.append(sum(abs(r - e) for r, e in zip(right, expected, strict=True)) / n)
+    found.sort()
+    return found[round(0.95 * (len(found) - 1))]
 
 
 def expected_calibration_error(bins: Sequence[Bin]) -> float | None:
@@ -213,6 +255,7 @@ def calibration(
         ece=expected_calibration_error(found),
         bins=found,
         one_hot=bool(forecasts) and one_hot,
+        calibrated_ece=calibrated_ece([c for c, _ in answers], bins),
     )
 
 
@@ -232,6 +275,7 @@ def calibration_to_data(found: QuestionCalibration, *, bins: bool = True) -> dic
         "distinct_forecasts": found.forecasts,
         "ece": _round(found.ece),
         "ece_bins": len(found.bins),
+        "ece_if_calibrated_95": _round(found.calibrated_ece),
         "one_hot": found.one_hot,
         "few_labels": found.few,
     }

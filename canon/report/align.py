@@ -75,6 +75,15 @@ def calibration_note(found: QuestionCalibration) -> str | None:
     return "; ".join(notes) or None
 
 
+def calibration_summary(found: QuestionCalibration) -> str:
+    """The Brier score beside its base rate's, the ECE beside a calibrated judge's."""
+    return (
+        f"Brier {_number(found.brier)} (label frequencies alone: {_number(found.uncertainty)})"
+        f"  ECE {_number(found.ece)} (a perfectly calibrated judge: up to "
+        f"{_number(found.calibrated_ece)} at this n)"
+    )
+
+
 def calibration_lines(calibration: Sequence[QuestionCalibration]) -> list[str]:
     """Per question: n, the Brier score against its base rate, the ECE, a note when the
     numbers are accuracy or too few to read, then the reliability bins that hold answers."""
@@ -85,8 +94,8 @@ def calibration_lines(calibration: Sequence[QuestionCalibration]) -> list[str]:
     for c in calibration:
         note = calibration_note(c)
         lines.append(
-            f"  {c.label:{width}}  n={c.n}  Brier {_number(c.brier)} (label frequencies alone: "
-            f"{_number(c.uncertainty)})  ECE {_number(c.ece)}" + (f"  ({note})" if note else "")
+            f"  {c.label:{width}}  n={c.n}  {calibration_summary(c)}"
+            + (f"  ({note})" if note else "")
         )
         shown = [
             f"{b.low:.1f}-{b.high:.1f}: {b.confidence:.2f} -> {b.accuracy:.2f} (n={b.count})"

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from canon.core.agreement import KAPPA_METHOD, QuestionAgreement
 from canon.core.calibration import CALIBRATION_METHOD, QuestionCalibration
 from canon.core.usage import UsageSummary
-from canon.report.align import calibration_note, kappa_text
+from canon.report.align import calibration_note, calibration_summary, kappa_text
 from canon.report.html import escape, page_start
 
 _STYLE = """
@@ -133,11 +133,13 @@ def _summary(
             f"<tr><td>{escape(q.label)}</td><td class='num'>{q.n}</td>"
             f"<td class='num'>{agreement}</td><td class='num'>{escape(kappa_text(q))}</td>"
             f"<td class='num'>{_number(None if c is None else c.brier)}</td>"
-            f"<td class='num'>{_number(None if c is None else c.ece)}</td></tr>"
+            f"<td class='num'>{_number(None if c is None else c.ece)}</td>"
+            f"<td class='num'>{_number(None if c is None else c.calibrated_ece)}</td></tr>"
         )
     return (
         '<table class="questions"><thead><tr><th>question</th><th>n</th><th>agreement</th>'
-        "<th>kappa (95%)</th><th>Brier</th><th>ECE</th></tr></thead>"
+        "<th>kappa (95%)</th><th>Brier</th><th>ECE</th>"
+        "<th>ECE of a calibrated judge (95th pct.)</th></tr></thead>"
         f"<tbody>{''.join(rows)}</tbody></table>"
     )
 
@@ -147,8 +149,7 @@ def _question(found: QuestionCalibration) -> str:
     return (
         f'<section class="question" id="question-{escape(found.question)}">'
         f"<h2>{escape(found.label)}</h2>"
-        f"<p>n = {found.n}: Brier {_number(found.brier)} (label frequencies alone: "
-        f"{_number(found.uncertainty)}), ECE {_number(found.ece)}</p>"
+        f"<p>n = {found.n}: {escape(calibration_summary(found))}</p>"
         + (f'<p class="note">{escape(note)}</p>' if note else "")
         + f'<div class="plot">{reliability_svg(found)}{_bins_table(found)}</div></section>'
     )
