@@ -418,7 +418,7 @@ def test_align_reports_calibration_next_to_kappa_as_a_real_process(project):
     )
     p2 = next(line for line in lines[start:] if line.startswith("  P2 "))
     assert (
-        "n=8  Brier 0.390 (label frequencies alone: 0.469)  ECE 0.275 (a perfectly calibrated "
+        "n=8  Brier 0.390 (label frequencies alone: 0.469); ECE 0.275 (a perfectly calibrated "
         "judge: up to 0.350 at this n)"
     ) in p2
     assert "only 8 label(s), under 30: the ECE is a rough sketch" in p2

@@ -79,7 +79,7 @@ def calibration_summary(found: QuestionCalibration) -> str:
     """The Brier score beside its base rate's, the ECE beside a calibrated judge's."""
     return (
         f"Brier {_number(found.brier)} (label frequencies alone: {_number(found.uncertainty)})"
-        f"  ECE {_number(found.ece)} (a perfectly calibrated judge: up to "
+        f"; ECE {_number(found.ece)} (a perfectly calibrated judge: up to "
         f"{_number(found.calibrated_ece)} at this n)"
     )
 
