@@ -61,8 +61,9 @@ def confusion_lines(questions: Sequence[QuestionAgreement], rows: str, columns: 
     return lines
 
 
-def _number(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.3f}"
+def number_text(value: float | None, digits: int = 3) -> str:
+    """A measured number as reports print it, ``n/a`` when it was not measured."""
+    return "n/a" if value is None else f"{value:.{digits}f}"
 
 
 def calibration_note(found: QuestionCalibration) -> str | None:
@@ -78,9 +79,9 @@ def calibration_note(found: QuestionCalibration) -> str | None:
 def calibration_summary(found: QuestionCalibration) -> str:
     """The Brier score beside its base rate's, the ECE beside a calibrated judge's."""
     return (
-        f"Brier {_number(found.brier)} (label frequencies alone: {_number(found.uncertainty)})"
-        f"; ECE {_number(found.ece)} (a perfectly calibrated judge: up to "
-        f"{_number(found.calibrated_ece)} at this n)"
+        f"Brier {number_text(found.brier)} (label frequencies alone: "
+        f"{number_text(found.uncertainty)}); ECE {number_text(found.ece)} "
+        f"(a perfectly calibrated judge: up to {number_text(found.calibrated_ece)} at this n)"
     )
 
 

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from canon.core.agreement import KAPPA_METHOD, QuestionAgreement
 from canon.core.calibration import CALIBRATION_METHOD, QuestionCalibration
 from canon.core.usage import UsageSummary
-from canon.report.align import calibration_note, calibration_summary, kappa_text
+from canon.report.align import calibration_note, calibration_summary, kappa_text, number_text
 from canon.report.html import escape, page_start
 
 _STYLE = """
@@ -39,10 +39,6 @@ def _x(value: float) -> float:
 
 def _y(value: float) -> float:
     return round(_TOP + (1.0 - value) * _PLOT, 2)
-
-
-def _number(value: float | None, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
 
 
 def reliability_svg(found: QuestionCalibration) -> str:
@@ -111,8 +107,8 @@ def reliability_svg(found: QuestionCalibration) -> str:
 def _bins_table(found: QuestionCalibration) -> str:
     rows = "".join(
         f'<tr><td>{b.low:.1f}-{b.high:.1f}</td><td class="num">{b.count}</td>'
-        f'<td class="num">{_number(b.confidence, 2)}</td>'
-        f'<td class="num">{_number(b.accuracy, 2)}</td></tr>'
+        f'<td class="num">{number_text(b.confidence, 2)}</td>'
+        f'<td class="num">{number_text(b.accuracy, 2)}</td></tr>'
         for b in found.bins
         if b.count
     )
@@ -132,9 +128,9 @@ def _summary(
         rows.append(
             f"<tr><td>{escape(q.label)}</td><td class='num'>{q.n}</td>"
             f"<td class='num'>{agreement}</td><td class='num'>{escape(kappa_text(q))}</td>"
-            f"<td class='num'>{_number(None if c is None else c.brier)}</td>"
-            f"<td class='num'>{_number(None if c is None else c.ece)}</td>"
-            f"<td class='num'>{_number(None if c is None else c.calibrated_ece)}</td></tr>"
+            f"<td class='num'>{number_text(None if c is None else c.brier)}</td>"
+            f"<td class='num'>{number_text(None if c is None else c.ece)}</td>"
+            f"<td class='num'>{number_text(None if c is None else c.calibrated_ece)}</td></tr>"
         )
     return (
         '<table class="questions"><thead><tr><th>question</th><th>n</th><th>agreement</th>'
