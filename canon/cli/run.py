@@ -181,14 +181,20 @@ def write_reports(
     for path, render in renderers:
         if path is None:
             continue
-        text = render(results, plan, suite=suite.stem, comparison=comparison, elapsed=elapsed)
-        try:
-            write_text_atomic(path, text)
-        except OSError as exc:
-            raise ReportPathError(
-                f"cannot write the report {path}: {exc.strerror or exc}; "
-                "pass a path in a directory you can write to"
-            ) from None
+        write_report(
+            path, render(results, plan, suite=suite.stem, comparison=comparison, elapsed=elapsed)
+        )
+
+
+def write_report(path: Path, text: str) -> None:
+    """Write one report file atomically; a failure is a ReportPathError naming it."""
+    try:
+        write_text_atomic(path, text)
+    except OSError as exc:
+        raise ReportPathError(
+            f"cannot write the report {path}: {exc.strerror or exc}; "
+            "pass a path in a directory you can write to"
+        ) from None
 
 
 def load_run(
