@@ -58,6 +58,18 @@ def test_merging_replaces_the_record_of_the_same_provenance_and_keeps_others():
     assert mine.questions["P2"]["kappa"] == 1.0
 
 
+def _one_record(questions: dict) -> dict:
+    """An alignment file of one record holding ``questions``."""
+    record = {
+        "judge": "x",
+        "rubric": {"fingerprint": "f", "version": "1"},
+        "constitution": "c",
+        "labels": "l",
+        "questions": questions,
+    }
+    return {"format": 1, "records": [record]}
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [
@@ -66,34 +78,20 @@ def test_merging_replaces_the_record_of_the_same_provenance_and_keeps_others():
         ({"format": 1, "records": {}}, "'records' must be a list"),
         ({"format": 1, "records": [{"judge": "x"}]}, "record 1: expected exactly"),
         (
-            {
-                "format": 1,
-                "records": [
-                    {
-                        "judge": "x",
-                        "rubric": {"fingerprint": "f", "version": "1"},
-                        "constitution": "c",
-                        "labels": "l",
-                        "questions": {"P2": {"n": "four"}},
-                    }
-                ],
-            },
+            _one_record({"P2": {"n": "four"}}),
             "record 1: question 'P2': 'n' must be a whole number",
         ),
         (
-            {
-                "format": 1,
-                "records": [
-                    {
-                        "judge": "x",
-                        "rubric": {"fingerprint": "f", "version": "1"},
-                        "constitution": "c",
-                        "labels": "l",
-                        "questions": {"P2": {"n": 4, "kappa": 0.5, "kappa_interval": [0.1]}},
-                    }
-                ],
-            },
+            _one_record({"P2": {"n": 4, "kappa": 0.5, "kappa_interval": [0.1]}}),
             "'kappa_interval' must be [low, high] or null",
+        ),
+        (
+            _one_record({"P2": {"n": 4, "calibration": [0.1]}}),
+            "question 'P2': 'calibration' must be a mapping",
+        ),
+        (
+            _one_record({"P2": {"n": 4, "calibration": {"brier": "low"}}}),
+            "calibration 'brier' must be a number or null",
         ),
     ],
 )

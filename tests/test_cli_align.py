@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import xml.etree.ElementTree as ET
 from pathlib import Path
@@ -374,3 +375,122 @@ def test_align_shows_a_progress_line_per_labelled_artifact_unless_quiet(project,
     assert [line.split()[0] for line in progress] == [f"[{i}/8]" for i in range(1, 9)]
     assert sorted(line.split()[1] for line in progress) == sorted(TEXTS)
     assert _canon(project, "align").stderr == ""
+
+
+# A judge that answers P2 with probabilities (the same eight answers test_calibration.py
+# checks by hand): its modal answers are _script's, so kappa is unchanged, and its Brier
+# score on P2 is 0.39 and its ECE 0.275.
+PROBABILISTIC_P2 = {
+    "r1": {"no": 0.9, "yes": 0.1},
+    "r2": {"no": 0.6, "yes": 0.4},
+    "r3": {"yes": 0.7, "no": 0.3},
+    "r4": {"no": 0.8, "yes": 0.2},
+    "r5": {"yes": 1.0},
+    "r6": {"yes": 0.9, "partly": 0.1},
+    "r7": {"yes": 0.6, "partly": 0.4},
+    "r8": {"yes": 0.7, "no": 0.3},
+}
+
+
+def _probabilistic_script(project: Path) -> None:
+    script = {
+        "by_artifact": {key: {"P2": answer} for key, answer in PROBABILISTIC_P2.items()},
+        "G": "no",
+        "tradeoff": "n/a",
+        "__default__": "yes",
+    }
+    # JSON is YAML, and it keeps "yes" and "no" as text
+    (project / "judge-script.yaml").write_text(json.dumps(script))
+
+
+def test_align_reports_calibration_next_to_kappa_as_a_real_process(project):
+    _probabilistic_script(project)
+    done = run_canon(project, "align", "--quiet")
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert any(
+        line.startswith("  P2 [escalate-large-refunds]") and "kappa 0.47 [" in line
+        for line in lines
+    )
+    start = lines.index(
+        "calibration (Brier: multi-class, 0 perfect to 2 all mass on a wrong label; ECE: "
+        "top-label, 10 equal-width bins of confidence):"
+    )
+    p2 = next(line for line in lines[start:] if line.startswith("  P2 "))
+    assert (
+        "n=8  Brier 0.390 (label frequencies alone: 0.469); ECE 0.275 (a perfectly calibrated "
+        "judge: up to 0.350 at this n)"
+    ) in p2
+    assert "only 8 label(s), under 30: the ECE is a rough sketch" in p2
+    assert "one-hot" not in p2
+    bins = lines[lines.index(p2) + 1]
+    assert bins == (
+        "    bins (confidence -> accuracy): 0.6-0.7: 0.60 -> 1.00 (n=2), 0.7-0.8: 0.70 -> "
+        "0.50 (n=2), 0.8-0.9: 0.80 -> 0.00 (n=1), 0.9-1.0: 0.93 -> 1.00 (n=3)"
+    )
+    # the scripted gate answers are one-hot: their calibration is accuracy, and says so
+    gate = next(line for line in lines[start:] if line.startswith("  G "))
+    assert "Brier 0.000" in gate and "ECE 0.000" in gate
+    assert "one-hot answers: Brier = 2 x (1 - agreement), ECE = 1 - agreement" in gate
+
+    as_json = run_canon(project, "align", "--quiet", "--format", "json")
+    assert as_json.returncode == 0, as_json.stderr
+    document = json.loads(as_json.stdout)
+    found = document["questions"]["P2"]["calibration"]
+    assert found["brier"] == 0.39 and found["ece"] == 0.275 and found["ece_bins"] == 10
+    assert found["brier_reliability"] - found["brier_resolution"] + found[
+        "brier_uncertainty"
+    ] == pytest.approx(0.39, abs=1e-5)
+    assert [b["n"] for b in found["bins"]] == [0, 0, 0, 0, 0, 0, 2, 2, 1, 3]
+    assert found["one_hot"] is False and found["few_labels"] is True
+    assert found["ece_if_calibrated_95"] == 0.35
+    assert "10 equal-width bins" in document["calibration_method"]
+    # recorded beside the kappa, without the bins
+    record = json.loads((project / ALIGNMENT).read_text())["records"][0]["questions"]["P2"]
+    assert record["kappa"] == pytest.approx(KAPPA_P2, abs=1e-6)
+    assert record["calibration"]["brier"] == 0.39 and "bins" not in record["calibration"]
+
+
+def test_align_writes_an_html_page_with_a_reliability_diagram_per_question(project):
+    _probabilistic_script(project)
+    done = run_canon(project, "align", "--quiet", "--html", "out/align.html")
+    assert done.returncode == 0, done.stderr
+    page = (project / "out" / "align.html").read_text()
+    assert '<svg class="reliability" data-question="P2"' in page
+    assert '<svg class="reliability" data-question="G"' in page
+    p2 = page[page.index('data-question="P2"') :]
+    p2 = p2[: p2.index("</svg>")]
+    # one bar per bin that holds answers, with its count
+    assert [int(n) for n in re.findall(r'class="bar" data-n="(\d+)"', p2)] == [2, 2, 1, 3]
+    assert "<script" not in page and "http://" not in page.replace(
+        'xmlns="http://www.w3.org/2000/svg"', ""
+    )
+    assert "Brier 0.390" in page and "ECE 0.275" in page
+
+
+def test_align_refuses_an_html_path_it_cannot_write_before_asking_the_judge(project, monkeypatch):
+    judge = _judge(monkeypatch, _script)
+    (project / "a-file").write_text("not a folder")
+    result = _canon(project, "align", "--html", "a-file/align.html")
+    assert result.exit_code == 2
+    line = one_error_line(result)
+    assert "cannot write the report a-file/align.html" in line and "is not a directory" in line
+    assert judge.calls == 0 and not (project / ALIGNMENT).exists()
+
+
+def test_an_alignment_record_without_calibration_still_reads(project, monkeypatch):
+    """Records written before calibration was measured stay valid for check."""
+    _judge(monkeypatch, _script)
+    assert _canon(project, "align").exit_code == 0
+    path = project / ALIGNMENT
+    data = json.loads(path.read_text())
+    for row in data["records"][0]["questions"].values():
+        del row["calibration"]
+    path.write_text(json.dumps(data))
+    _fail_p2(project, monkeypatch)
+    _judge(monkeypatch, _script)
+    checked = _canon(project, "check")
+    assert checked.exit_code == 1, checked.output
+    assert "judge agrees with human labels on P2 [escalate-large-refunds]: kappa 0.47" in (
+        checked.stdout
+    )

@@ -312,3 +312,26 @@ def test_reports_show_the_input_and_context_next_to_the_artifact(tmp_path):
     checked = json.loads(invoke_in(project, "check", "--format", "json").stdout)
     (row,) = [r for r in checked["results"] if r["key"] == "large-refund"]
     assert row["input"] == "Refund my 640 EUR now."
+
+
+def test_junit_and_github_annotations_show_the_input_too(tmp_path):
+    from support.cli import invoke_in
+
+    project = copy_example(tmp_path)
+    suite = project / "suite.yaml"
+    suite.write_text(
+        suite.read_text().replace(
+            "  - id: large-refund\n", "  - id: large-refund\n    input: Refund my 640 EUR now.\n"
+        )
+    )
+    script = project / "judge-script.yaml"
+    script.write_text(
+        script.read_text() + 'by_artifact:\n  large-refund:\n    contradict any part: "yes"\n'
+    )
+    result = invoke_in(project, "score", "--format", "github", "--junit-xml", "r.xml")
+    (annotation,) = [line for line in result.stdout.splitlines() if line.startswith("::error")]
+    assert annotation.startswith("::error") and "input: Refund my 640 EUR now.%0A" in annotation
+    report = (project / "r.xml").read_text()
+    case = report[report.index('name="large-refund"') :]
+    case = case[: case.index("</testcase>")]
+    assert "<failure" in case and "input: Refund my 640 EUR now." in case

@@ -18,6 +18,12 @@ from canon.check.spend import run_usage
 from canon.core.agreement import LabelPair, QuestionAgreement, agreement, modal_label
 from canon.core.alignment import AlignmentRecord, Provenance, agreement_to_data
 from canon.core.artifact import Artifact
+from canon.core.calibration import (
+    Forecast,
+    QuestionCalibration,
+    calibration,
+    calibration_to_data,
+)
 from canon.core.evidence import DecisionRule
 from canon.core.rubric import Question
 from canon.core.scoring import ArtifactResult
@@ -42,6 +48,9 @@ class Alignment:
     unscored: tuple[Unscored, ...] = ()
     reasks: int = 0  # confirmation re-asks spent
     usage: UsageSummary = dataclasses.field(default_factory=UsageSummary)  # what was spent
+    # Per labelled question, in the order of ``questions``: the judge's probabilities
+    # against the labels (canon.core.calibration).
+    calibration: tuple[QuestionCalibration, ...] = ()
 
     def record(
         self, provenance: Provenance, *, rubric_version: str, labels: str
@@ -51,7 +60,13 @@ class Alignment:
             provenance,
             rubric_version,
             labels,
-            {q.question: agreement_to_data(q) for q in self.questions},
+            {
+                q.question: {
+                    **agreement_to_data(q),
+                    "calibration": calibration_to_data(c, bins=False),
+                }
+                for q, c in zip(self.questions, self.calibration, strict=True)
+            },
         )
 
 
@@ -60,8 +75,10 @@ def compare_labels(
     results: Sequence[ArtifactResult],
     labels: Mapping[str, Mapping[str, str]],
 ) -> Alignment:
-    """Pair each label with the judge's settled answer and measure agreement per question."""
+    """Pair each label with the judge's settled answer and measure agreement and
+    calibration per question."""
     pairs: dict[str, list[LabelPair]] = {}
+    forecasts: dict[str, list[Forecast]] = {}
     unscored: list[Unscored] = []
     for result in results:
         wanted = labels.get(result.key, {})
@@ -75,8 +92,16 @@ def compare_labels(
             pairs.setdefault(cell.id, []).append(
                 LabelPair(result.key, wanted[cell.id], judged, cell.rationale)
             )
-    found = tuple(agreement(q, pairs[q.id]) for q in questions if q.id in pairs)
-    return Alignment(found, len(results), tuple(unscored))
+            forecasts.setdefault(cell.id, []).append(
+                Forecast(dict(cell.distribution), wanted[cell.id])
+            )
+    labelled = [q for q in questions if q.id in pairs]
+    return Alignment(
+        tuple(agreement(q, pairs[q.id]) for q in labelled),
+        len(results),
+        tuple(unscored),
+        calibration=tuple(calibration(q, forecasts[q.id]) for q in labelled),
+    )
 
 
 def align_scope(

@@ -14,12 +14,14 @@ from canon.cli.baseline import baseline_path, shown
 from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
 from canon.cli.run import (
     build_plan,
+    check_report_paths,
     load_run,
     no_cache_option,
     quiet_option,
     score_with_progress,
     suite_option,
     text_or_json_option,
+    write_report,
 )
 from canon.cli.spending import estimate_option, prepare_spending, show_estimate
 from canon.errors import InputError, JudgeUnavailableError
@@ -27,6 +29,7 @@ from canon.project.alignment_store import alignment_path, write_alignment
 from canon.project.labels import read_labels
 from canon.project.store import dump_json
 from canon.report.align import alignment_document, render_alignment
+from canon.report.align_html import alignment_html
 
 LABEL_SUFFIXES = (".jsonl", ".yaml", ".yml", ".csv")
 
@@ -42,6 +45,12 @@ LABEL_SUFFIXES = (".jsonl", ".yaml", ".yml", ".csv")
     ".yml or .csv next to the suite).",
 )
 @text_or_json_option
+@click.option(
+    "--html",
+    "html_path",
+    type=click.Path(path_type=Path, dir_okay=False),
+    help="Also write a self-contained HTML report here, with a reliability diagram per question.",
+)
 @quiet_option
 @no_cache_option
 @estimate_option
@@ -51,6 +60,7 @@ def align(
     suite_path: Path | None,
     labels_path: Path | None,
     output_format: str,
+    html_path: Path | None,
     quiet: bool,
     no_cache: bool,
     estimate: bool,
@@ -58,13 +68,16 @@ def align(
     """Ask the judge about the labelled artifacts and measure its agreement with people.
 
     Per question: n, raw agreement, Cohen's kappa with a 95% interval (see docs), recall and
-    precision of violations with Wilson intervals, the confusion matrix, and every
-    disagreement with the judge's reason, then the judge's usage and cost. The result is
+    precision of violations with Wilson intervals, the calibration of the judge's
+    probabilities (Brier score, expected calibration error and its bins; --html draws the
+    reliability diagram), the confusion matrix, and every disagreement with the judge's
+    reason, then the judge's usage and cost. The result is
     recorded in <baselines_dir>/<suite>.alignment.json under the judge, rubric and
     constitution, where "canon check" reads it; --estimate prints the calls and cost
     instead and asks nothing. Exit codes: 0 measured, 2 bad input or config, 3 the judge was
     unavailable, 4 the run would exceed max_cost (nothing is recorded on 2, 3 or 4).
     """
+    check_report_paths(html_path)
     config, suite, artifacts = load_run(config_path, suite_path)
     labels_file = labels_path or default_labels(suite)
     plan = build_plan(config, use_cache=not no_cache)
@@ -89,6 +102,18 @@ def align(
             f"{first.key} {first.question}: {first.error}); nothing was recorded; run "
             '"canon align" again when the judge is reachable'
         )
+    # the page first: a report path that fails leaves nothing recorded (exit 2)
+    if html_path is not None:
+        page = alignment_html(
+            found.questions,
+            found.calibration,
+            suite=suite.stem,
+            judge=plan.judge.name,
+            labels=shown(labels_file),
+            artifacts=found.artifacts,
+            usage=found.usage,
+        )
+        write_report(html_path, page)
     target = alignment_path(baseline_path(config, suite))
     provenance = provenance_of(plan)
     record = found.record(provenance, rubric_version=plan.rubric.version, labels=shown(labels_file))
@@ -100,6 +125,7 @@ def align(
         "artifacts": found.artifacts,
         "recorded": shown(target),
         "usage": found.usage,
+        "calibration": found.calibration,
     }
     if output_format == "json":
         sys.stdout.write(dump_json(alignment_document(found.questions, **arguments)))

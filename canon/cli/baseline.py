@@ -255,7 +255,7 @@ def check(
         )
         click.echo(report, nl=False)
     if output_format == "github":
-        emit_github(results, suite, comparison)
+        emit_github(results, suite, comparison, artifacts)
     write_reports(
         junit_path,
         html_path,

@@ -175,20 +175,26 @@ def write_reports(
     texts = {a.key: a.text for a in artifacts}
     by_key = {a.key: a for a in artifacts}
     renderers = (
-        (junit_path, functools.partial(junit_xml)),
+        (junit_path, functools.partial(junit_xml, artifacts=artifacts)),
         (html_path, functools.partial(html_report, texts=texts, artifacts=by_key)),
     )
     for path, render in renderers:
         if path is None:
             continue
-        text = render(results, plan, suite=suite.stem, comparison=comparison, elapsed=elapsed)
-        try:
-            write_text_atomic(path, text)
-        except OSError as exc:
-            raise ReportPathError(
-                f"cannot write the report {path}: {exc.strerror or exc}; "
-                "pass a path in a directory you can write to"
-            ) from None
+        write_report(
+            path, render(results, plan, suite=suite.stem, comparison=comparison, elapsed=elapsed)
+        )
+
+
+def write_report(path: Path, text: str) -> None:
+    """Write one report file atomically; a failure is a ReportPathError naming it."""
+    try:
+        write_text_atomic(path, text)
+    except OSError as exc:
+        raise ReportPathError(
+            f"cannot write the report {path}: {exc.strerror or exc}; "
+            "pass a path in a directory you can write to"
+        ) from None
 
 
 def load_run(
@@ -267,13 +273,19 @@ def say_judge_unavailable(results: Sequence[ArtifactResult], command: str) -> No
 
 
 def emit_github(
-    results: Sequence[ArtifactResult], suite: Path, comparison: Comparison | None = None
+    results: Sequence[ArtifactResult],
+    suite: Path,
+    comparison: Comparison | None = None,
+    artifacts: Sequence[Artifact] = (),
 ) -> None:
     """Print GitHub Actions annotations; append a summary table to $GITHUB_STEP_SUMMARY
     (a file that cannot be appended to is a warning on stderr)."""
     from canon.report.github import github_annotations, github_summary
 
-    click.echo(github_annotations(results, comparison, suite_file=shown_path(suite)), nl=False)
+    annotations = github_annotations(
+        results, comparison, suite_file=shown_path(suite), artifacts=artifacts
+    )
+    click.echo(annotations, nl=False)
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_file:
         try:

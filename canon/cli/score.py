@@ -72,7 +72,7 @@ def score(
     else:
         click.echo(render_results(results, artifacts), nl=False)
     if output_format == "github":
-        emit_github(results, suite)
+        emit_github(results, suite, artifacts=artifacts)
     write_reports(
         junit_path,
         html_path,

@@ -13,6 +13,7 @@ from canon.check.runner import ScoringPlan
 from canon.check.spend import (
     BudgetJudge,
     Estimate,
+    decision_judge,
     estimate_run,
     model_judge,
     pending_requests,
@@ -110,6 +111,12 @@ def prepare_spending(
 def _batchable(plan: ScoringPlan) -> str | None:
     """Why this plan cannot use batch mode, or None when it can."""
     judge = model_judge(plan.judge)
+    decided = decision_judge(plan.judge)
+    if decided is not None:
+        return (
+            f"the {decided.client.wire.name} decision wire has no batch mode; asking online, "
+            "one call per response"
+        )
     if judge is None:
         return f"batch mode needs a model judge, not {plan.judge.name}; answering as usual"
     if not isinstance(plan.judge, CachingJudge):

@@ -172,6 +172,16 @@ def _check_question(row: object, where: str) -> None:
     principle = row.get("principle")
     if principle is not None and not isinstance(principle, str):
         raise BaselineError(f"{where}: 'principle' must be text or null")
+    # Records written before calibration was measured have none; that is still a record.
+    found = row.get("calibration")
+    if found is None:
+        return
+    if not isinstance(found, Mapping):
+        raise BaselineError(f"{where}: 'calibration' must be a mapping")
+    for key in ("brier", "ece"):
+        value = found.get(key)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int | float)):
+            raise BaselineError(f"{where}: calibration '{key}' must be a number or null")
 
 
 class Failing(NamedTuple):

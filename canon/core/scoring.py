@@ -84,6 +84,35 @@ class Cell(NamedTuple):
         return self.question.id
 
 
+def cell_reason(cell: Cell) -> str | None:
+    """What a report shows as a cell's reason: the judge's own words, or, from a judge that
+    gives none (a decision model), the probabilities behind the answer, per wording (and
+    response), so a reader sees how firmly and how consistently it answered."""
+    if cell.rationale or not cell.looks:
+        return cell.rationale
+    several = len({look.response for look in cell.looks}) > 1
+    parts = []
+    for look in cell.looks:
+        where = f"wording {look.wording + 1}"
+        if several:
+            where = f"response {look.response + 1} {where}"
+        top = sorted(look.distribution, key=lambda pair: (-pair[1], pair[0]))[:2]
+        parts.append(f"{where}: " + ", ".join(f"{label} {mass:.2f}" for label, mass in top))
+    return "no reason given; the judge's probabilities, " + "; ".join(parts)
+
+
+def looks_data(cell: Cell) -> list[dict[str, object]]:
+    """A cell's looks as plain data for JSON: response, wording and probabilities."""
+    return [
+        {
+            "response": look.response,
+            "wording": look.wording,
+            "probabilities": {label: round(mass, 6) for label, mass in look.distribution},
+        }
+        for look in cell.looks
+    ]
+
+
 @dataclass(frozen=True, slots=True)
 class ArtifactResult:
     """The verdict on one artifact and everything that led to it."""
@@ -437,8 +466,8 @@ def cell_label(cell: Cell) -> str:
 def reason_excerpt(cell: Cell, width: int = 160) -> str | None:
     """The judge's reason for a cell on one line, cut to ``width`` characters; None when
     it gave none (a scripted judge). An unscored or refused cell's reason is the failure or
-    the refusal."""
-    reason = cell.error if cell.state in ("unscored", "refused") else cell.rationale
+    the refusal; a decision model's, its probabilities (``cell_reason``)."""
+    reason = cell.error if cell.state in ("unscored", "refused") else cell_reason(cell)
     if not reason or not reason.strip():
         return None
     flat = " ".join(reason.split())

@@ -7,18 +7,25 @@ from typing import Any
 
 from canon.core.agreement import KAPPA_METHOD, QuestionAgreement
 from canon.core.alignment import agreement_to_data
+from canon.core.calibration import (
+    CALIBRATION_METHOD,
+    FEW_LABELS,
+    QuestionCalibration,
+    calibration_to_data,
+)
 from canon.core.usage import UsageSummary
 from canon.report.text import printable
 
 NO_REASON = "(no reason given)"
 
 
-def _kappa(found: QuestionAgreement) -> str:
+def kappa_text(found: QuestionAgreement) -> str:
+    """A question's kappa with its interval, ``0.47 [0.10, 0.80]``, or why it has none."""
     if found.kappa is None:
-        return "kappa undefined (one answer only)"
+        return "undefined (one answer only)"
     interval = found.kappa_interval
     shown = "" if interval is None else f" [{interval[0]:.2f}, {interval[1]:.2f}]"
-    return f"kappa {found.kappa:.2f}{shown}"
+    return f"{found.kappa:.2f}{shown}"
 
 
 def _agreement(found: QuestionAgreement) -> str:
@@ -32,7 +39,7 @@ def question_lines(questions: Sequence[QuestionAgreement]) -> list[str]:
     """One line per question: n, raw agreement, kappa, violation recall and precision."""
     width = max((len(q.label) for q in questions), default=0)
     return [
-        f"  {q.label:{width}}  n={q.n}  {_agreement(q)}  {_kappa(q)}  violations "
+        f"  {q.label:{width}}  n={q.n}  {_agreement(q)}  kappa {kappa_text(q)}  violations "
         f"({'/'.join(q.violations)}): recall {q.violation_recall}, precision "
         f"{q.violation_precision}"
         for q in questions
@@ -54,6 +61,53 @@ def confusion_lines(questions: Sequence[QuestionAgreement], rows: str, columns: 
     return lines
 
 
+def number_text(value: float | None, digits: int = 3) -> str:
+    """A measured number as reports print it, ``n/a`` when it was not measured."""
+    return "n/a" if value is None else f"{value:.{digits}f}"
+
+
+def calibration_note(found: QuestionCalibration) -> str | None:
+    """What to keep in mind reading a question's calibration, or None."""
+    notes = []
+    if found.one_hot:
+        notes.append("one-hot answers: Brier = 2 x (1 - agreement), ECE = 1 - agreement")
+    if found.few:
+        notes.append(f"only {found.n} label(s), under {FEW_LABELS}: the ECE is a rough sketch")
+    return "; ".join(notes) or None
+
+
+def calibration_summary(found: QuestionCalibration) -> str:
+    """The Brier score beside its base rate's, the ECE beside a calibrated judge's."""
+    return (
+        f"Brier {number_text(found.brier)} (label frequencies alone: "
+        f"{number_text(found.uncertainty)}); ECE {number_text(found.ece)} "
+        f"(a perfectly calibrated judge: up to {number_text(found.calibrated_ece)} at this n)"
+    )
+
+
+def calibration_lines(calibration: Sequence[QuestionCalibration]) -> list[str]:
+    """Per question: n, the Brier score against its base rate, the ECE, a note when the
+    numbers are accuracy or too few to read, then the reliability bins that hold answers."""
+    if not calibration:
+        return []
+    width = max(len(c.label) for c in calibration)
+    lines = [f"calibration ({CALIBRATION_METHOD}):"]
+    for c in calibration:
+        note = calibration_note(c)
+        lines.append(
+            f"  {c.label:{width}}  n={c.n}  {calibration_summary(c)}"
+            + (f"  ({note})" if note else "")
+        )
+        shown = [
+            f"{b.low:.1f}-{b.high:.1f}: {b.confidence:.2f} -> {b.accuracy:.2f} (n={b.count})"
+            for b in c.bins
+            if b.count and b.confidence is not None and b.accuracy is not None
+        ]
+        if shown:
+            lines.append("    bins (confidence -> accuracy): " + ", ".join(shown))
+    return lines
+
+
 def render_alignment(
     questions: Sequence[QuestionAgreement],
     *,
@@ -63,15 +117,17 @@ def render_alignment(
     artifacts: int,
     recorded: str | None,
     usage: UsageSummary,
+    calibration: Sequence[QuestionCalibration] = (),
 ) -> str:
-    """The ``canon align`` report: per question, the matrices, every disagreement, what the
-    judge's calls spent."""
+    """The ``canon align`` report: per question agreement and calibration, the matrices,
+    every disagreement, what the judge's calls spent."""
     count = sum(q.n for q in questions)
     lines = [
         f"canon align: suite '{suite}', judge {judge}: {count} label(s) on {artifacts} "
         f"artifact(s) from {labels}",
         f"  kappa interval: 95% {KAPPA_METHOD}; rates: 95% Wilson intervals",
         *question_lines(questions),
+        *calibration_lines(calibration),
         *confusion_lines(questions, "person", "judge"),
     ]
     disagreements = [(q, d) for q in questions for d in q.disagreements]
@@ -101,18 +157,26 @@ def alignment_document(
     artifacts: int,
     recorded: str | None,
     usage: UsageSummary,
+    calibration: Sequence[QuestionCalibration] = (),
 ) -> dict[str, Any]:
     """The ``canon align`` report as plain data, for ``--format json``."""
+    calibrated = {c.question: c for c in calibration}
     return {
         "suite": suite,
         "judge": judge,
         "labels": labels,
         "artifacts": artifacts,
         "kappa_method": KAPPA_METHOD,
+        "calibration_method": CALIBRATION_METHOD,
         "recorded": recorded,
         "questions": {
             q.question: {
                 **agreement_to_data(q),
+                **(
+                    {"calibration": calibration_to_data(calibrated[q.question])}
+                    if q.question in calibrated
+                    else {}
+                ),
                 "disagreements": [
                     {"artifact": d.key, "human": d.reference, "judge": d.judged, "reason": d.reason}
                     for d in q.disagreements

@@ -10,7 +10,14 @@ from canon.core.artifact import Artifact
 from canon.core.baseline import Baseline
 from canon.core.compare import REACCEPT, Comparison, Drift, Flip, Rate
 from canon.core.outcome import ReasonKind, grouped
-from canon.core.scoring import ArtifactResult, Cell, cell_label, reason_excerpt, shortfalls
+from canon.core.scoring import (
+    ArtifactResult,
+    Cell,
+    cell_label,
+    cell_reason,
+    reason_excerpt,
+    shortfalls,
+)
 from canon.errors import ExitCode
 from canon.report.json_report import result_record, with_material
 from canon.report.text import printable, shorten
@@ -136,6 +143,10 @@ def _flip_cell(results: Mapping[str, ArtifactResult], key: str, qid: str) -> Cel
         return result.cell(qid)
     except KeyError:
         return None
+
+
+def _flip_reason(cell: Cell | None) -> str | None:
+    return None if cell is None else cell_reason(cell)
 
 
 def render_check(
@@ -306,7 +317,7 @@ def _shortfall_data(result: ArtifactResult | None) -> list[dict[str, Any]]:
             "question": cell.id,
             "state": cell.state,
             "score": cell.score,
-            "reason": cell.error if cell.state in ("unscored", "refused") else cell.rationale,
+            "reason": cell.error if cell.state in ("unscored", "refused") else cell_reason(cell),
         }
         for cell in shortfalls(result)
     ]
@@ -358,7 +369,7 @@ def check_document(
         "flips": [
             {
                 **dataclasses.asdict(f),
-                "reason": getattr(_flip_cell(by_key, f.key, f.question), "rationale", None),
+                "reason": _flip_reason(_flip_cell(by_key, f.key, f.question)),
             }
             for f in c.flips
         ],

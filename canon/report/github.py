@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from canon.core.artifact import Artifact
 from canon.core.compare import Comparison, Flip
 from canon.core.scoring import (
     ArtifactResult,
@@ -21,6 +22,7 @@ from canon.core.scoring import (
 )
 from canon.core.verdict import Verdict, judge_failures, tally, verdict_counts, verdict_of
 from canon.report.check import counted
+from canon.report.text import input_line
 
 TITLE = "Canon"
 VERDICTS = {
@@ -54,10 +56,18 @@ def github_annotations(
     comparison: Comparison | None = None,
     *,
     suite_file: str | None = None,
+    artifacts: Sequence[Artifact] = (),
 ) -> str:
-    """Annotation lines for a scored run (``canon score``) or a check (``canon check``)."""
+    """Annotation lines for a scored run (``canon score``) or a check (``canon check``); an
+    artifact's annotation says the request it answers when ``artifacts`` give one."""
     lines: list[str] = []
     by_key = {r.key: r for r in results}
+    given = {a.key: a for a in artifacts}
+
+    def asked(key: str, message: str) -> str:
+        line = input_line(given.get(key))
+        return message if line is None else f"{line}\n{message}"
+
     known = comparison.tolerated if comparison is not None else frozenset()
     for result in results:
         if fails_on_evidence(result):
@@ -67,7 +77,7 @@ def github_annotations(
                     "warning" if tolerated else "error",
                     f"{TITLE} {'known failure' if tolerated else 'non-canon artifact'} "
                     f"{result.key}",
-                    _non_canon_message(result),
+                    asked(result.key, _non_canon_message(result)),
                     file=suite_file,
                 )
             )
@@ -88,7 +98,7 @@ def github_annotations(
                     annotation(
                         "warning" if suspected else "error",
                         f"{TITLE} {suspected}regression in {flip.key} {flip.question}",
-                        _flip_message(flip, by_key.get(flip.key)),
+                        asked(flip.key, _flip_message(flip, by_key.get(flip.key))),
                         file=suite_file,
                     )
                 )

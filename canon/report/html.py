@@ -9,7 +9,7 @@ from canon.check.runner import ScoringPlan
 from canon.check.spend import run_usage
 from canon.core.artifact import Artifact, input_text
 from canon.core.compare import Comparison, Drift, Flip
-from canon.core.scoring import ArtifactResult, Cell, cell_label, falls_short
+from canon.core.scoring import ArtifactResult, Cell, cell_label, cell_reason, falls_short
 from canon.core.usage import format_cost
 from canon.core.verdict import Verdict, judge_failures
 from canon.core.verdict import verdict_of as core_verdict
@@ -75,15 +75,7 @@ def html_report(
     """One self-contained HTML page: summary, the check's comparison, then each artifact
     (with its text, from ``texts`` by key, folded away until opened, and the input it
     answers and its context, from ``artifacts`` by key)."""
-    title = f"Canon report: {suite}"
-    parts = [
-        "<!DOCTYPE html>",
-        '<html lang="en"><head><meta charset="utf-8">',
-        f'<meta http-equiv="Content-Security-Policy" content="{_POLICY}">',
-        f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>",
-        f"<h1>{_e(title)}</h1>",
-        _summary(results, plan, comparison, elapsed),
-    ]
+    parts = [*page_start(f"Canon report: {suite}"), _summary(results, plan, comparison, elapsed)]
     anchors = {r.key: f"artifact-{index}" for index, r in enumerate(results, 1)}
     if comparison is not None:
         parts.append(_comparison(comparison, results, anchors))
@@ -108,6 +100,24 @@ def html_report(
         parts.append("</details>")
     parts.append("</body></html>")
     return "\n".join(parts) + "\n"
+
+
+def page_start(title: str, style: str = "") -> list[str]:
+    """The opening of every Canon page: the doctype, the policy forbidding scripts and
+    fetches, the shared style (plus ``style``) and the title as its heading; the page ends
+    with ``</body></html>``."""
+    return [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{_POLICY}">',
+        f"<title>{_e(title)}</title><style>{_STYLE}{style}</style></head><body>",
+        f"<h1>{_e(title)}</h1>",
+    ]
+
+
+def escape(text: str) -> str:
+    """Text as HTML (attribute-safe), stripped of characters no markup language can carry."""
+    return _e(text)
 
 
 def verdict_of(result: ArtifactResult) -> str:
@@ -291,7 +301,7 @@ def _drift(drift: Drift, *, inconclusive: bool = False) -> str:
 def _flip_reason(result: ArtifactResult | None, question: str) -> str:
     """The judge's reason for a flipped question, in full ("" when it gave none)."""
     try:
-        return "" if result is None else (result.cell(question).rationale or "")
+        return "" if result is None else (cell_reason(result.cell(question)) or "")
     except KeyError:
         return ""
 
@@ -369,7 +379,7 @@ def _cell_row(cell: Cell) -> tuple[str, ...]:
 
     # the judge's own words in full, and for a refused cell the judge's refusal; why the
     # judge could not answer an unscored cell is said once above the table
-    reason = cell.error if cell.state == "refused" else cell.rationale
+    reason = cell.error if cell.state == "refused" else cell_reason(cell)
     return (
         cell.id,
         cell_label(cell),

@@ -8,7 +8,7 @@ from typing import Any
 from canon.check.runner import ScoringPlan
 from canon.check.spend import run_usage
 from canon.core.artifact import Artifact
-from canon.core.scoring import ArtifactResult, Cell
+from canon.core.scoring import ArtifactResult, Cell, looks_data
 from canon.core.verdict import Verdict, judge_failures, verdict_counts, verdict_of
 
 
@@ -97,4 +97,7 @@ def _cell_record(cell: Cell) -> dict[str, Any]:
         record["error"] = cell.error
     if cell.rationale is not None:
         record["reason"] = cell.rationale  # the judge's own words, in full
+    if cell.looks:  # a judge that answers in probabilities: its answer, and each look's
+        record["probabilities"] = {label: round(mass, 6) for label, mass in cell.distribution}
+        record["looks"] = looks_data(cell)
     return record

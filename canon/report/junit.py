@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from canon.check.runner import ScoringPlan
 from canon.check.spend import run_usage
+from canon.core.artifact import Artifact
 from canon.core.compare import Comparison, Flip
 from canon.core.scoring import (
     ArtifactResult,
@@ -20,6 +21,7 @@ from canon.core.scoring import (
 )
 from canon.core.verdict import judge_failures
 from canon.report.check import ALIGNMENT_HEADING, counted
+from canon.report.text import input_line
 
 # Everything XML 1.0 has no way to express, even as a character reference: C0 controls
 # other than tab, newline and carriage return, lone surrogates, and U+FFFE/U+FFFF.
@@ -38,8 +40,10 @@ def junit_xml(
     suite: str,
     comparison: Comparison | None = None,
     elapsed: float | None = None,
+    artifacts: Sequence[Artifact] = (),
 ) -> str:
-    """A JUnit XML document for a scored run, and for ``canon check`` its comparison."""
+    """A JUnit XML document for a scored run, and for ``canon check`` its comparison; each
+    artifact's case says the request it answers when ``artifacts`` give one."""
     root = ET.Element("testsuites")
     testsuite = ET.SubElement(root, "testsuite", name="canon")
     _properties(testsuite, plan, comparison)
@@ -48,9 +52,16 @@ def junit_xml(
     flips = _flips_by_key(comparison)
     known = comparison.tolerated if comparison is not None else frozenset()
     kind = "inconclusive" if comparison is not None and comparison.inconclusive else None
+    given = {a.key: a for a in artifacts}
     for result in results:
         _artifact_case(
-            testsuite, classname, result, flips.get(result.key, ()), result.key in known, kind
+            testsuite,
+            classname,
+            result,
+            flips.get(result.key, ()),
+            result.key in known,
+            kind,
+            input_line(given.get(result.key)),
         )
     if comparison is not None:
         if comparison.inconclusive:
@@ -150,9 +161,12 @@ def _artifact_case(
     flips: Sequence[Flip],
     known: bool = False,
     kind: str | None = None,
+    asked: str | None = None,
 ) -> None:
-    # ``kind`` "inconclusive" marks failures the judge's noise cannot separate from a change.
+    # ``kind`` "inconclusive" marks failures the judge's noise cannot separate from a change;
+    # ``asked`` is the input line of the request the artifact answers, shown first.
     case = _case(testsuite, classname, result.key)
+    head = [] if asked is None else [asked]
     tolerated = known and fails_on_evidence(result)
     if fails_on_evidence(result) and not known:
         _child(
@@ -160,7 +174,7 @@ def _artifact_case(
             "failure",
             f"non-canon: {result.reasons[0] if result.reasons else result.key}",
             kind or ("judge-refused" if result.refused else "non-canon"),
-            "\n".join([*result.reasons, *_shortfall_lines(result)]),
+            "\n".join([*head, *result.reasons, *_shortfall_lines(result)]),
         )
     for flip in flips:
         if flip.regression:
@@ -180,7 +194,7 @@ def _artifact_case(
     if tolerated and not failed:
         # a known failure is reported, not failed: CI stays green unless --strict asks
         _child(case, "skipped", "known failure: non-canon in the baseline too (--strict fails it)")
-        lines = [*result.reasons, *_shortfall_lines(result), *lines]
+        lines = [*head, *result.reasons, *_shortfall_lines(result), *lines]
         _text(case, "system-out", "\n".join(lines))
         return
     if (unscored or unavailable) and not failed:
@@ -190,11 +204,9 @@ def _artifact_case(
             else f"incomplete: re-asking the judge failed on {len(unavailable)} flip(s)"
         )
         _child(case, "error", message, "judge-unavailable", "\n".join(lines))
-    out = (
-        []
-        if result.score is None
-        else [f"score {result.score:.3f}, threshold {result.threshold:.3f}"]
-    )
+    out = list(head)
+    if result.score is not None:
+        out.append(f"score {result.score:.3f}, threshold {result.threshold:.3f}")
     out.extend(result.notes)
     out.extend(
         f"{f.question} flipped once but the judge did not repeat it on re-ask"

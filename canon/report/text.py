@@ -45,9 +45,9 @@ def render_results(results: Sequence[ArtifactResult], artifacts: Sequence[Artifa
     for result in results:
         score = "  -  " if result.score is None else f"{result.score:.3f}"
         lines.append(f"{verdict_of(result).label:<9} {score}  {result.key}")
-        artifact = given.get(result.key)
-        if artifact is not None and artifact.input is not None:
-            lines.append(f"    input: {shorten(input_text(artifact.input))}")
+        line = input_line(given.get(result.key))
+        if line is not None:
+            lines.append(f"    {line}")
         lines.extend(f"    - {reason}" for reason in result.reasons)
         # A gate with nothing to check is counted, not repeated: 100 artifacts without a
         # trace would otherwise print 100 identical notes.
@@ -97,6 +97,14 @@ def skip_summary(skipped: Counter[tuple[str, str]], total: int) -> str:
         for (gate, why), count in sorted(skipped.items())
     ]
     return "note: " + "; ".join(parts)
+
+
+def input_line(artifact: Artifact | None) -> str | None:
+    """The request an artifact answers, on one line (``input: ...``), for every report that
+    shows the artifact; None when it answers none."""
+    if artifact is None or artifact.input is None:
+        return None
+    return f"input: {shorten(input_text(artifact.input))}"
 
 
 def shorten(text: str, width: int = LABEL_WIDTH) -> str:

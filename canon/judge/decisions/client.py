@@ -106,6 +106,7 @@ class DecisionClient:
         self._endpoint = Endpoint(self.url, key or None, self.timeout)
         # A refused key stays refused for the run: later calls fail without a request.
         self._refusal: JudgeCredentialError | None = None
+        self._pace = Pace(self.wire.per_minute) if self.wire.per_minute else None
 
     @property
     def alias(self) -> bool:
@@ -135,6 +136,8 @@ class DecisionClient:
         unread = 0  # replies that came but could not be read: billed, at an unknown cost
         for attempt in range(1, self.max_attempts + 1):
             started = time.monotonic()
+            if self._pace is not None:
+                await self._pace.wait()  # never faster than the wire's published rate
             # Every attempt reserves its cost first, so a budget is crossed by one call at most.
             reserved = guard.reserve_cost(guess) if guard is not None else 0.0
             result: DecisionResult | None = None
@@ -242,6 +245,23 @@ class DecisionClient:
         delay = min(self.backoff * 2.0 ** (attempt - 1), self.max_backoff)
         delay *= 1.0 + 0.25 * random.random()
         return max(delay, after) if after is not None else delay
+
+
+class Pace:
+    """Spaces calls so they never exceed ``per_minute`` on average: each call takes the next
+    slot, 60 / per_minute seconds after the previous one (a burst of one slot is allowed)."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.interval = 60.0 / per_minute
+        self._next = 0.0
+
+    async def wait(self) -> None:
+        """Wait for this call's slot."""
+        now = time.monotonic()
+        slot = max(now, self._next)
+        self._next = slot + self.interval
+        if slot > now:
+            await asyncio.sleep(slot - now)
 
 
 def estimated_tokens(body: Mapping[str, Any]) -> int:

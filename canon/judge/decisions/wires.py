@@ -22,6 +22,9 @@ class Wire:
     default_root: str
     aliases: frozenset[str]  # model names that move with releases (pin a versioned id)
     versions: tuple[str, ...]  # the documented versioned models, to pin instead of an alias
+    # The published request rate (requests per minute), or None when none is published: a
+    # run never sends faster, whatever its concurrency (its limiter still adapts below it).
+    per_minute: int | None
     build: Callable[[str, Mapping[str, Any], Sequence[AskedQuestion]], dict[str, Any]]
     read: Callable[[Mapping[str, Any], Sequence[AskedQuestion]], WireReply]
 
@@ -37,6 +40,7 @@ WIRES: dict[str, Wire] = {
             "https://api.typesafe.ai",
             frozenset({"jev-latest", "jev-preview", "~typesafe/jev-latest"}),
             ("jev-1.13.0", "jev-1.14.0"),
+            1200,  # docs.typesafe.ai rate limits: 1,200 requests a minute
             systemone.build,
             systemone.read,
         ),
@@ -48,6 +52,7 @@ WIRES: dict[str, Wire] = {
             "https://api.openai.com/v1",
             frozenset(),
             ("gpt-6-luna",),
+            None,  # no Decisions-specific limit is documented at beta
             openai_decisions.build,
             openai_decisions.read,
         ),

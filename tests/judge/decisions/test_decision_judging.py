@@ -6,6 +6,10 @@ for a check). Against the tests' own decision server and jevcompat's mock, on 12
 from __future__ import annotations
 
 import asyncio
+import itertools
+import json
+import os
+import time
 from pathlib import Path
 from typing import Any
 
@@ -19,12 +23,17 @@ from canon.check.runner import ScoringPlan, score_artifact
 from canon.check.spend import estimate_run
 from canon.core.artifact import Artifact
 from canon.core.evidence import DecisionRule
+from canon.core.scoring import cell_reason
 from canon.errors import BudgetExceededError, ConfigError
 from canon.judge.cache import cached_judge
+from canon.judge.decisions.client import Pace
 from canon.judge.decisions.judge import DecisionJudge
+from canon.judge.decisions.wires import WIRES
 from canon.project.store import load_rubric
+from canon.report.json_report import result_record
 
 from .conftest import decision_server, helpers
+from support.cli import copy_example, run_canon
 
 RUBRIC = load_rubric()
 
@@ -145,3 +154,66 @@ def test_a_check_answered_by_another_release_is_refused_as_a_judge_change() -> N
     assert accepted.answered_by == ("gpt-6-luna",)
     with pytest.raises(JudgeChangedError, match="canon rejudge"):
         compare_run(later, run, accepted, 0.02, DecisionRule())
+
+
+def test_reports_show_the_probabilities_where_the_judge_gives_no_reason() -> None:
+    with decision_server.running() as server:
+        result = asyncio.run(score_artifact(_plan(_judge(server.url)), helpers.ARTIFACT))
+    cell = result.cell("mission")
+    assert cell.rationale is None
+    reason = cell_reason(cell)
+    assert reason is not None and reason.startswith("no reason given; the judge's probabilities")
+    assert "wording 1: " in reason and "wording 3: " in reason
+    record = result_record(result)["questions"]["mission"]
+    assert record["probabilities"] == pytest.approx(dict(cell.distribution), abs=1e-6)
+    assert [look["wording"] for look in record["looks"]] == [0, 1, 2]
+    assert sum(record["looks"][1]["probabilities"].values()) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_the_cli_scores_with_one_call_per_artifact_says_batch_has_no_wire_and_refuses_an_alias(
+    tmp_path: Path,
+) -> None:
+    project = copy_example(tmp_path)
+    config = project / "canon.yaml"
+    text = config.read_text(encoding="utf-8")
+    with decision_server.running() as server:
+        env = {**os.environ, "TYPESAFE_BASE_URL": server.url, "TYPESAFE_API_KEY": "k"}
+        config.write_text(
+            text.replace("judge_model: mock:judge-script.yaml", "judge_model: typesafe:jev-1.13.0")
+        )
+        scored = run_canon(project, "score", "--batch", "--format", "json", env=env)
+        calls = len(server.requests)
+        whole = [body for body in server.requests if len(body["questions"]) > 1]
+        config.write_text(
+            text.replace("judge_model: mock:judge-script.yaml", "judge_model: typesafe:jev-latest")
+        )
+        accepted = run_canon(project, "accept", env=env)
+    assert scored.returncode in (0, 1), scored.stderr
+    assert "the typesafe decision wire has no batch mode; asking online" in scored.stderr
+    assert len(whole) == 3  # three artifacts, one call each carrying every question
+    document = json.loads(scored.stdout)
+    assert document["usage"]["calls"] == calls and document["usage"]["cost_usd"] > 0
+    assert accepted.returncode == 2 and len(server.requests) == calls  # refused before a call
+    assert "alias" in accepted.stderr and "typesafe:jev-1.13.0" in accepted.stderr
+    assert not (project / "baselines" / "suite.json").exists() or "jev-latest" not in (
+        project / "baselines" / "suite.json"
+    ).read_text(encoding="utf-8")
+
+
+def test_calls_never_go_faster_than_the_wires_published_rate() -> None:
+    pace = Pace(1200)  # System One's 1,200 requests a minute: one every 0.05 s
+
+    async def calls() -> list[float]:
+        stamps: list[float] = []
+
+        async def one() -> None:
+            await pace.wait()
+            stamps.append(time.monotonic())
+
+        await asyncio.gather(*(one() for _ in range(6)))
+        return sorted(stamps)
+
+    stamps = asyncio.run(calls())
+    gaps = [b - a for a, b in itertools.pairwise(stamps)]
+    assert min(gaps) >= 0.045 and stamps[-1] - stamps[0] >= 0.24
+    assert WIRES["typesafe"].per_minute == 1200 and WIRES["openai-decisions"].per_minute is None

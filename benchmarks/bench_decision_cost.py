@@ -1,0 +1,156 @@
+"""What judging 1,000 artifacts costs with a decision model and with an LLM, and how long a
+run takes against a decision server answering in 0.4 s.
+
+Part 1 (no server, nothing asked): ``estimate_run`` for 1,000 artifacts of the bundled
+example's size (its three replies and requests, each numbered) under the example's
+constitution plus one principle (11 questions, 3 wordings each), for Jev
+(``typesafe:jev-1.13.0``), gpt-6-luna (``openai-decisions:gpt-6-luna``) and the LLM path
+(one call per question, first ask only) at several list prices. Requests, input tokens and
+dollars side by side; the decision path's dollars over the LLM path's.
+
+Part 2: the same 1,000 artifacts scored through Canon's runner (one call per artifact)
+against jevcompat's mock (a child process) behind a 0.4 s delay, at the default concurrency
+(8); the wall time over the ideal (requests x 0.4 s / 8).
+
+Run: .venv/bin/python benchmarks/bench_decision_cost.py [--artifacts N] [--latency S]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import dataclasses
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+from canon.check.runner import DEFAULT_CONCURRENCY, ScoringPlan, score_artifacts
+from canon.check.spend import estimate_run
+from canon.core.artifact import Artifact
+from canon.core.constitution import Principle
+from canon.judge.decisions.judge import DecisionJudge
+from canon.judge.litellm_judge import LiteLLMJudge
+from canon.project.store import constitution_from_file, load_rubric
+from canon.project.suite import read_suite
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "examples"
+LLMS = ("openai/gpt-4o-mini", "openai/gpt-4.1-mini", "openai/gpt-4o")
+
+
+def artifacts(count: int) -> list[Artifact]:
+    """``count`` artifacts of the example's size: its replies and requests, numbered."""
+    found = read_suite(EXAMPLE / "suite.yaml")
+    return [
+        dataclasses.replace(
+            found[i % len(found)],
+            text=f"{found[i % len(found)].text} (ticket {i})",
+            id=f"a{i}",
+            trace=None,
+            response=None,
+        )
+        for i in range(count)
+    ]
+
+
+def plan_for(judge: object) -> ScoringPlan:
+    constitution = constitution_from_file(EXAMPLE / "constitution.yaml")
+    extra = Principle("Answer in the customer's language.", id="same-language")
+    constitution = dataclasses.replace(constitution, principles=(*constitution.principles, extra))
+    return ScoringPlan(constitution, load_rubric(), judge, threshold=0.85)  # type: ignore[arg-type]
+
+
+def cost_table(count: int) -> None:
+    items = artifacts(count)
+    rows = []
+    for label, judge in (
+        ("jev-1.13.0", DecisionJudge("typesafe", "jev-1.13.0", api_key="k")),
+        ("gpt-6-luna", DecisionJudge("openai-decisions", "gpt-6-luna", api_key="k")),
+        *((model, LiteLLMJudge(model)) for model in LLMS),
+    ):
+        plan = plan_for(judge)
+        estimate = estimate_run(plan, items)
+        rows.append((label, estimate))
+    first = plan_for(DecisionJudge("typesafe", "jev-1.13.0", api_key="k"))
+    asked = sum(len(q.wordings) + 1 for q in first.questions)
+    print(
+        f"{count} artifacts, {len(first.questions)} questions, {asked} asked per decision call "
+        "(every wording); the LLM path asks each question once (first asks only)"
+    )
+    print(f"{'judge':<22}{'requests':>10}{'input tokens':>15}{'output tok':>12}{'dollars':>12}")
+    for label, estimate in rows:
+        cost = "unknown" if estimate.cost is None else f"${estimate.cost:.4f}"
+        print(
+            f"{label:<22}{estimate.calls:>10}{estimate.prompt_tokens:>15}"
+            f"{estimate.completion_tokens:>12}{cost:>12}"
+        )
+    for label, estimate in rows[:2]:
+        for llm, other in rows[2:]:
+            if estimate.cost and other.cost:
+                print(f"  {label} / {llm}: {estimate.cost / other.cost:.4f} of the dollars")
+
+
+# The server runs in a child process, so its CPU (jevcompat hashes every option) never
+# competes with the client's for the interpreter lock.
+_SERVER = """
+import sys, time
+from http.server import ThreadingHTTPServer
+from jevcompat.mock import Handler, MockConfig
+
+class Slow(Handler):
+    cfg = MockConfig(key=None)
+
+    def do_POST(self):
+        time.sleep(float(sys.argv[1]))
+        super().do_POST()
+
+server = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+server.daemon_threads = True
+server.request_queue_size = 256
+print(server.server_address[1], flush=True)
+server.serve_forever()
+"""
+
+
+def wall_time(count: int, latency: float) -> None:
+    child = subprocess.Popen(
+        [sys.executable, "-c", _SERVER, str(latency)], stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert child.stdout is not None
+        url = f"http://127.0.0.1:{int(child.stdout.readline())}"
+        judge = DecisionJudge("typesafe", "jev-1.13.0", api_base=url, timeout=30.0)
+        plan = plan_for(judge)
+        items = artifacts(count)
+        started = time.perf_counter()
+        results = asyncio.run(score_artifacts(plan, items))
+        elapsed = time.perf_counter() - started
+    finally:
+        child.terminate()
+        child.wait()
+    calls = sum(c.usage.calls for r in results for c in r.cells if c.usage is not None)
+    unscored = sum(len(r.unscored) for r in results)
+    ideal = calls * latency / DEFAULT_CONCURRENCY
+    print(
+        f"scored {count} artifacts with {calls} call(s) ({unscored} unscored question(s)) "
+        f"against {latency:g} s latency at concurrency {DEFAULT_CONCURRENCY}: {elapsed:.1f} s, "
+        f"ideal {ideal:.1f} s, ratio {elapsed / ideal:.3f}x (target <= 1.2x)"
+    )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--artifacts", type=int, default=1000)
+    parser.add_argument("--latency", type=float, default=0.4)
+    parser.add_argument("--no-wall", action="store_true", help="the cost table only")
+    options = parser.parse_args()
+    cost_table(options.artifacts)
+    if not options.no_wall:
+        wall_time(options.artifacts, options.latency)
+
+
+if __name__ == "__main__":
+    main()
