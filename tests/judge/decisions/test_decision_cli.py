@@ -1,0 +1,162 @@
+"""Decision judges end to end: `canon` in real processes against decision servers on 127.0.0.1.
+
+The System One wire is served by ``jevcompat mock`` (a third-party reference server, run in
+this process) and by the tests' own decision server (decision_server.py, for OpenAI's
+Decisions wire and the faults jevcompat has no switch for). Each scoring command sends one
+request per response carrying every question in every wording; every request the server
+received is counted in the usage the command reports, priced at the wire's list price.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+from jevcompat import mock as jevmock
+
+from canon import constitution_from_file
+from canon.errors import ExitCode
+from canon.project.store import load_rubric
+
+from support.cli import EXAMPLES, copy_example, run_canon
+from support.helper_modules import load_helper
+from support.network import without_otel
+
+decision_server = load_helper("judge/decisions/decision_server.py")
+
+ARTIFACTS = ("duplicate-charge", "large-refund", "roaming-question")
+JEV = 0.042e-6  # USD per input token, jev-1.13.0
+LUNA = 0.10e-6  # USD per input token, gpt-6-luna
+# Every question of the example's rubric in every one of its fixed wordings: one call's worth.
+ASKED = sum(
+    len(q.wordings) + 1
+    for q in load_rubric().questions_for(constitution_from_file(EXAMPLES / "constitution.yaml"))
+)
+LABELS = "".join(json.dumps({"id": key, "labels": {"G": "no"}}) + "\n" for key in ARTIFACTS)
+
+
+@dataclass
+class Served:
+    """A decision server the test started: the judge_model naming it, the environment that
+    aims `canon` at it, and the bodies of the requests it answered."""
+
+    judge_model: str
+    env: dict[str, str]
+    price: float
+    bodies: list[dict[str, Any]] = field(default_factory=list)
+    received: Callable[[], int] = lambda: 0
+
+    def full_calls(self) -> int:
+        """The requests that asked every question of the rubric in every wording."""
+        return sum(1 for body in self.bodies if len(body["questions"]) == ASKED)
+
+
+@contextmanager
+def jevcompat(monkeypatch: pytest.MonkeyPatch, **options: Any) -> Iterator[Served]:
+    """jevcompat's mock, recording the bodies it answers, at ``typesafe:jev-1.13.0``."""
+    config = jevmock.MockConfig(**options)
+    served = Served("typesafe:jev-1.13.0", {}, JEV, received=lambda: config.requests)
+    respond = jevmock.respond
+
+    def recording(cfg: Any, body: dict[str, Any]) -> dict[str, Any]:
+        served.bodies.append(body)
+        reply: dict[str, Any] = respond(cfg, body)
+        return reply
+
+    monkeypatch.setattr(jevmock, "respond", recording)
+    server = jevmock.make_server(config)
+    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
+    thread.start()
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    served.env = without_otel(TYPESAFE_BASE_URL=url, TYPESAFE_API_KEY="k")
+    try:
+        yield served
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@contextmanager
+def ours(wire: str, state: Any = None) -> Iterator[Served]:
+    """The tests' own decision server, on the System One or the OpenAI Decisions wire."""
+    with decision_server.running(state) as running:
+        if wire == "typesafe":
+            env = without_otel(TYPESAFE_BASE_URL=running.url, TYPESAFE_API_KEY="k")
+            served = Served("typesafe:jev-1.13.0", env, JEV)
+        else:
+            env = without_otel(OPENAI_BASE_URL=f"{running.url}/v1", OPENAI_API_KEY="k")
+            served = Served("openai-decisions:gpt-6-luna", env, LUNA)
+            running.model = "gpt-6-luna"
+        served.bodies = running.requests
+        served.received = lambda: len(running.requests)
+        yield served
+
+
+@pytest.fixture(params=["jevcompat", "openai-decisions"])
+def served(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
+    """Each wire's server: System One by jevcompat, OpenAI's Decisions by ours."""
+    if request.param == "jevcompat":
+        with jevcompat(monkeypatch) as running:
+            yield running
+    else:
+        with ours("openai-decisions") as running:
+            yield running
+
+
+def project(root: Path, judge_model: str, extra: str = "") -> Path:
+    """The example project (3 artifacts, policy and contract gates) judged by ``judge_model``."""
+    target = copy_example(root)
+    (target / "canon.yaml").write_text(
+        f"judge_model: {judge_model}\nconstitution_path: constitution.yaml\n"
+        f"suite: suite.yaml\nbaselines_dir: baselines\njudge_cache: false\n{extra}"
+    )
+    (target / "suite.labels.jsonl").write_text(LABELS)
+    return target
+
+
+def canon(where: Path, served: Served, *args: str) -> subprocess.CompletedProcess[str]:
+    """`canon ARGS --quiet` in a real process aimed at ``served``."""
+    return run_canon(where, *args, "--quiet", env=served.env, timeout=60)
+
+
+def usage_of(stdout: str) -> dict[str, Any]:
+    document: dict[str, Any] = json.loads(stdout)
+    usage: dict[str, Any] = document["usage"]
+    return usage
+
+
+def assert_counted(served: Served, usage: dict[str, Any], before: int = 0) -> None:
+    """Every request the server received since ``before`` is a call in ``usage``, priced."""
+    assert usage["calls"] == served.received() - before
+    assert usage["cost_usd"] == pytest.approx(usage["prompt_tokens"] * served.price, abs=1e-8)
+    assert usage["prompt_tokens"] > 0
+
+
+def test_score_accept_and_check_send_one_request_per_response_and_count_every_one(
+    tmp_path: Path, served: Served
+) -> None:
+    where = project(tmp_path, served.judge_model)
+    scored = canon(where, served, "score", "--format", "json")
+    assert scored.returncode in (ExitCode.OK, ExitCode.FAILED), scored.stderr
+    # one call per artifact asks every question in every wording; re-asks (if any) ask fewer
+    assert served.full_calls() == len(ARTIFACTS)
+    assert_counted(served, usage_of(scored.stdout))
+
+    before = served.received()
+    accepted = canon(where, served, "accept")
+    assert accepted.returncode == ExitCode.OK, accepted.stderr
+    assert served.full_calls() == 2 * len(ARTIFACTS)
+    assert f"judge usage: {served.received() - before} call(s)" in accepted.stdout + accepted.stderr
+
+    before = served.received()
+    checked = canon(where, served, "check", "--format", "json")
+    assert checked.returncode == ExitCode.OK, checked.stdout + checked.stderr
+    assert served.full_calls() == 3 * len(ARTIFACTS)
+    assert_counted(served, usage_of(checked.stdout), before)
