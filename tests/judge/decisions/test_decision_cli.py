@@ -160,3 +160,76 @@ def test_score_accept_and_check_send_one_request_per_response_and_count_every_on
     assert checked.returncode == ExitCode.OK, checked.stdout + checked.stderr
     assert served.full_calls() == 3 * len(ARTIFACTS)
     assert_counted(served, usage_of(checked.stdout), before)
+
+
+def test_calibrate_and_align_count_every_request_they_send(tmp_path: Path, served: Served) -> None:
+    where = project(tmp_path, served.judge_model)
+    calibrated = canon(
+        where, served, "calibrate", "--cells", "3", "--repeats", "2", "--format", "json"
+    )
+    assert calibrated.returncode == ExitCode.OK, calibrated.stderr
+    assert served.received() > 0
+    assert_counted(served, usage_of(calibrated.stdout))
+
+    before, full = served.received(), served.full_calls()
+    aligned = canon(where, served, "align", "--format", "json")
+    assert aligned.returncode == ExitCode.OK, aligned.stderr
+    assert served.full_calls() - full == len(ARTIFACTS)
+    assert_counted(served, usage_of(aligned.stdout), before)
+    assert (where / "baselines" / "suite.alignment.json").is_file()
+
+
+def test_rejudge_from_a_mock_baseline_to_a_decision_judge_then_check_with_it(
+    tmp_path: Path, served: Served
+) -> None:
+    where = project(tmp_path, "mock:judge-script.yaml")
+    assert canon(where, served, "accept").returncode == ExitCode.OK
+    assert served.received() == 0  # the scripted judge asks no server
+
+    compared = canon(where, served, "rejudge", "--judge", served.judge_model, "--format", "json")
+    assert compared.returncode == ExitCode.OK, compared.stderr
+    assert served.full_calls() == len(ARTIFACTS)
+    assert_counted(served, usage_of(compared.stdout))
+
+    accepted = canon(where, served, "rejudge", "--judge", served.judge_model, "--accept")
+    assert accepted.returncode == ExitCode.OK, accepted.stderr
+    recorded = json.loads((where / "baselines" / "suite.json").read_text())
+    assert recorded["judge"] == served.judge_model
+
+    config = where / "canon.yaml"
+    config.write_text(config.read_text().replace("mock:judge-script.yaml", served.judge_model))
+    checked = canon(where, served, "check")
+    assert checked.returncode == ExitCode.OK, checked.stdout + checked.stderr
+
+
+def test_rejudge_from_an_llm_baseline_takes_none_of_the_llm_judges_options(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # judge_options of an LLM judge (max_tokens, reasons) shape its text; a decision judge
+    # has none, and rejudge must not hand them over as if they were its own.
+    with jevcompat(monkeypatch) as served:
+        where = project(tmp_path, "mock:judge-script.yaml")
+        assert canon(where, served, "accept").returncode == ExitCode.OK
+        config = where / "canon.yaml"
+        config.write_text(
+            config.read_text().replace("mock:judge-script.yaml", "openai:gpt-4o-mini")
+            + "judge_options: {max_tokens: 64, reasons: false}\n"
+        )
+        compared = canon(where, served, "rejudge", "--judge", served.judge_model)
+        assert compared.returncode == ExitCode.OK, compared.stderr
+        assert served.full_calls() == len(ARTIFACTS)
+
+
+@pytest.mark.parametrize("how", ["flag", "config"])
+def test_batch_mode_with_a_decision_judge_is_refused_naming_the_wire(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+) -> None:
+    with jevcompat(monkeypatch) as served:
+        extra = "judge_options: {batch: true}\n" if how == "config" else ""
+        where = project(tmp_path, served.judge_model, extra)
+        flag = ("--batch",) if how == "flag" else ()
+        for command in (("score",), ("score", "--estimate"), ("accept",)):
+            result = canon(where, served, *command, *flag)
+            assert result.returncode == ExitCode.USAGE_ERROR, (command, result.stderr)
+            assert "no batch mode" in result.stderr and "typesafe" in result.stderr
+        assert served.received() == 0
