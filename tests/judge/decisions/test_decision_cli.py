@@ -39,7 +39,9 @@ ASKED = sum(
     len(q.wordings) + 1
     for q in load_rubric().questions_for(constitution_from_file(EXAMPLES / "constitution.yaml"))
 )
-LABELS = "".join(json.dumps({"id": key, "labels": {"G": "no"}}) + "\n" for key in ARTIFACTS)
+ONE_ARTIFACT = (
+    "artifacts:\n  - id: refund\n    text: I refunded the second of two 19.99 EUR charges.\n"
+)
 
 
 @dataclass
@@ -110,14 +112,20 @@ def served(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> I
             yield running
 
 
-def project(root: Path, judge_model: str, extra: str = "") -> Path:
-    """The example project (3 artifacts, policy and contract gates) judged by ``judge_model``."""
+def project(root: Path, judge_model: str, extra: str = "", *, one: bool = False) -> Path:
+    """The example project (3 artifacts, policy and contract gates) judged by ``judge_model``;
+    with ``one``, a suite of one artifact (labelled), where the artifacts' number is not what
+    a test is about: every unsettled cell is re-asked a question per call, and they add up."""
     target = copy_example(root)
     (target / "canon.yaml").write_text(
         f"judge_model: {judge_model}\nconstitution_path: constitution.yaml\n"
         f"suite: suite.yaml\nbaselines_dir: baselines\njudge_cache: false\n{extra}"
     )
-    (target / "suite.labels.jsonl").write_text(LABELS)
+    if one:
+        (target / "suite.yaml").write_text(ONE_ARTIFACT)
+        (target / "suite.labels.jsonl").write_text(
+            json.dumps({"id": "refund", "labels": {"G": "no"}}) + "\n"
+        )
     return target
 
 
@@ -163,9 +171,9 @@ def test_score_accept_and_check_send_one_request_per_response_and_count_every_on
 
 
 def test_calibrate_and_align_count_every_request_they_send(tmp_path: Path, served: Served) -> None:
-    where = project(tmp_path, served.judge_model)
+    where = project(tmp_path, served.judge_model, one=True)
     calibrated = canon(
-        where, served, "calibrate", "--cells", "3", "--repeats", "2", "--format", "json"
+        where, served, "calibrate", "--cells", "2", "--repeats", "2", "--format", "json"
     )
     assert calibrated.returncode == ExitCode.OK, calibrated.stderr
     assert served.received() > 0
@@ -174,7 +182,7 @@ def test_calibrate_and_align_count_every_request_they_send(tmp_path: Path, serve
     before, full = served.received(), served.full_calls()
     aligned = canon(where, served, "align", "--format", "json")
     assert aligned.returncode == ExitCode.OK, aligned.stderr
-    assert served.full_calls() - full == len(ARTIFACTS)
+    assert served.full_calls() - full == 1
     assert_counted(served, usage_of(aligned.stdout), before)
     assert (where / "baselines" / "suite.alignment.json").is_file()
 
@@ -182,13 +190,13 @@ def test_calibrate_and_align_count_every_request_they_send(tmp_path: Path, serve
 def test_rejudge_from_a_mock_baseline_to_a_decision_judge_then_check_with_it(
     tmp_path: Path, served: Served
 ) -> None:
-    where = project(tmp_path, "mock:judge-script.yaml")
+    where = project(tmp_path, "mock:judge-script.yaml", one=True)
     assert canon(where, served, "accept").returncode == ExitCode.OK
     assert served.received() == 0  # the scripted judge asks no server
 
     compared = canon(where, served, "rejudge", "--judge", served.judge_model, "--format", "json")
     assert compared.returncode == ExitCode.OK, compared.stderr
-    assert served.full_calls() == len(ARTIFACTS)
+    assert served.full_calls() == 1
     assert_counted(served, usage_of(compared.stdout))
 
     accepted = canon(where, served, "rejudge", "--judge", served.judge_model, "--accept")
@@ -208,7 +216,7 @@ def test_rejudge_from_an_llm_baseline_takes_none_of_the_llm_judges_options(
     # judge_options of an LLM judge (max_tokens, reasons) shape its text; a decision judge
     # has none, and rejudge must not hand them over as if they were its own.
     with jevcompat(monkeypatch) as served:
-        where = project(tmp_path, "mock:judge-script.yaml")
+        where = project(tmp_path, "mock:judge-script.yaml", one=True)
         assert canon(where, served, "accept").returncode == ExitCode.OK
         config = where / "canon.yaml"
         config.write_text(
@@ -217,19 +225,107 @@ def test_rejudge_from_an_llm_baseline_takes_none_of_the_llm_judges_options(
         )
         compared = canon(where, served, "rejudge", "--judge", served.judge_model)
         assert compared.returncode == ExitCode.OK, compared.stderr
-        assert served.full_calls() == len(ARTIFACTS)
+        assert served.full_calls() == 1
 
 
-@pytest.mark.parametrize("how", ["flag", "config"])
 def test_batch_mode_with_a_decision_judge_is_refused_naming_the_wire(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, how: str
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with jevcompat(monkeypatch) as served:
-        extra = "judge_options: {batch: true}\n" if how == "config" else ""
-        where = project(tmp_path, served.judge_model, extra)
-        flag = ("--batch",) if how == "flag" else ()
-        for command in (("score",), ("score", "--estimate"), ("accept",)):
-            result = canon(where, served, *command, *flag)
+        where = project(tmp_path, served.judge_model, one=True)
+        runs = [("score", "--batch"), ("score", "--batch", "--estimate")]
+        for command in runs:
+            result = canon(where, served, *command)
             assert result.returncode == ExitCode.USAGE_ERROR, (command, result.stderr)
             assert "no batch mode" in result.stderr and "typesafe" in result.stderr
+        config = where / "canon.yaml"
+        config.write_text(config.read_text() + "judge_options: {batch: true}\n")
+        result = canon(where, served, "accept")
+        assert result.returncode == ExitCode.USAGE_ERROR, result.stderr
+        assert "no batch mode" in result.stderr and str(config) in result.stderr
         assert served.received() == 0
+
+
+def test_without_a_key_against_the_hosted_api_nothing_is_sent_and_the_variable_is_named(
+    tmp_path: Path,
+) -> None:
+    where = project(tmp_path, "typesafe:jev-1.13.0")
+    env = {
+        k: v
+        for k, v in without_otel().items()
+        if k not in ("TYPESAFE_API_KEY", "TYPESAFE_BASE_URL")
+    }
+    result = run_canon(where, "score", "--quiet", env=env, timeout=60)
+    assert result.returncode == ExitCode.USAGE_ERROR, result.stderr
+    assert "TYPESAFE_API_KEY" in result.stderr
+
+
+@pytest.mark.parametrize(("given", "status"), [("wrong", "401"), ("", "403")])
+def test_a_refused_key_is_exit_2_naming_the_variable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str, status: str
+) -> None:
+    with jevcompat(monkeypatch, key="right") as served:
+        served.env["TYPESAFE_API_KEY"] = given
+        result = canon(project(tmp_path, served.judge_model), served, "score")
+    assert result.returncode == ExitCode.USAGE_ERROR, result.stderr
+    assert f"HTTP {status}" in result.stderr and "TYPESAFE_API_KEY" in result.stderr
+
+
+def test_a_422_is_exit_2_with_the_servers_own_message(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # jevcompat's strict-ids fault refuses question ids outside [A-Za-z0-9_] (Canon's ``G~w0``)
+    with jevcompat(monkeypatch, faults=frozenset({"strict-ids"})) as served:
+        result = canon(project(tmp_path, served.judge_model), served, "score")
+    assert result.returncode == ExitCode.USAGE_ERROR, result.stderr
+    assert "HTTP 422" in result.stderr
+    assert "Question id must match [A-Za-z0-9_]+" in result.stderr
+
+
+def test_a_429_storm_is_retried_then_exit_3(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with jevcompat(monkeypatch, busy_every=1) as served:
+        where = project(tmp_path, served.judge_model, "judge_options: {max_attempts: 2}\n")
+        result = canon(where, served, "score")
+        assert result.returncode == ExitCode.JUDGE_UNAVAILABLE, result.stderr
+        assert "unavailable" in result.stderr and "HTTP 429" in result.stderr
+        assert served.received() >= 2  # asked again before giving up
+
+
+@pytest.mark.parametrize("status", ["500", "529"])
+def test_server_errors_are_retried_then_exit_3(tmp_path: Path, status: str) -> None:
+    state = decision_server.DecisionServer(always=status)
+    with ours("typesafe", state) as served:
+        where = project(tmp_path, served.judge_model, "judge_options: {max_attempts: 2}\n")
+        result = canon(where, served, "score")
+        assert result.returncode == ExitCode.JUDGE_UNAVAILABLE, result.stderr
+        assert f"HTTP {status}" in result.stderr
+        assert served.received() >= 2
+
+
+def _spoil_p1(reply: dict[str, Any]) -> dict[str, Any]:
+    """Every wording of P1 answered with probabilities summing to about 1.2."""
+    for qid, answer in reply["answers"].items():
+        if qid.startswith("P1~"):
+            answer["probabilities"] = {k: v + 0.1 for k, v in answer["probabilities"].items()}
+    return reply
+
+
+def test_a_malformed_answer_leaves_its_question_unscored_and_the_run_incomplete(
+    tmp_path: Path,
+) -> None:
+    state = decision_server.DecisionServer(model="jev-1.13.0")
+    with ours("typesafe", state) as served:
+        where = project(tmp_path, served.judge_model, one=True)
+        assert canon(where, served, "accept").returncode == ExitCode.OK
+        state.tamper = _spoil_p1
+        scored = canon(where, served, "score", "--format", "json")
+        checked = canon(where, served, "check", "--format", "json")
+    assert scored.returncode != ExitCode.OK, scored.stdout
+    (artifact,) = json.loads(scored.stdout)["artifacts"]
+    assert artifact["questions"]["P1"]["state"] == "unscored"
+    assert artifact["canon"] is not True
+    assert json.loads(scored.stdout)["summary"]["unscored_questions"] == 1
+    assert checked.returncode == ExitCode.JUDGE_UNAVAILABLE, checked.stdout
+    assert "INCOMPLETE" in checked.stdout and "CONFORMS" not in checked.stdout
