@@ -329,3 +329,25 @@ def test_a_malformed_answer_leaves_its_question_unscored_and_the_run_incomplete(
     assert json.loads(scored.stdout)["summary"]["unscored_questions"] == 1
     assert checked.returncode == ExitCode.JUDGE_UNAVAILABLE, checked.stdout
     assert "INCOMPLETE" in checked.stdout and "CONFORMS" not in checked.stdout
+
+
+def _refuse_p1(reply: dict[str, Any]) -> dict[str, Any]:
+    """Every wording of P1 refused, as OpenAI's Decisions wire may refuse a question."""
+    reply["answers"] = [
+        {"type": "refusal", "name": a["name"]} if a["name"].startswith("P1~") else a
+        for a in reply["answers"]
+    ]
+    return reply
+
+
+def test_a_refused_question_is_a_refused_cell_never_an_answer(tmp_path: Path) -> None:
+    state = decision_server.DecisionServer(tamper=_refuse_p1)
+    with ours("openai-decisions", state) as served:
+        scored = canon(
+            project(tmp_path, served.judge_model, one=True), served, "score", "--format", "json"
+        )
+    document = json.loads(scored.stdout)
+    (artifact,) = document["artifacts"]
+    assert artifact["questions"]["P1"]["state"] == "refused"
+    assert artifact["questions"]["P1"]["score"] is None
+    assert document["summary"]["refused_questions"] == 1
