@@ -39,6 +39,7 @@ ASKED = sum(
     len(q.wordings) + 1
     for q in load_rubric().questions_for(constitution_from_file(EXAMPLES / "constitution.yaml"))
 )
+REQUEST = "I was charged twice for March. Can you fix it?"  # duplicate-charge's, by its trace
 ONE_ARTIFACT = (
     "artifacts:\n  - id: refund\n    text: I refunded the second of two 19.99 EUR charges.\n"
 )
@@ -156,6 +157,8 @@ def test_score_accept_and_check_send_one_request_per_response_and_count_every_on
     # one call per artifact asks every question in every wording; re-asks (if any) ask fewer
     assert served.full_calls() == len(ARTIFACTS)
     assert_counted(served, usage_of(scored.stdout))
+    # the request the reply answers (from its trace) is part of what the judge sees
+    assert any(REQUEST in json.dumps(body, ensure_ascii=False) for body in served.bodies)
 
     before = served.received()
     accepted = canon(where, served, "accept")
