@@ -127,7 +127,8 @@ def test_score_accept_and_check_through_the_local_model(
     scored = _canon(where, served, "score", "--format", "json")
     assert scored.returncode in (ExitCode.OK, ExitCode.FAILED), scored.stderr
     bodies = served.requests[before:]
-    assert sum(1 for body in bodies if len(body["questions"]) == asked) == 1
+    first = [body for body in bodies if len(body["questions"]) == asked]
+    assert len(first) == 1  # one call for the one response; re-asks ask a question each
     document = json.loads(scored.stdout)
     (artifact,) = document["artifacts"]
     for qid, cell in artifact["questions"].items():
@@ -137,6 +138,10 @@ def test_score_accept_and_check_through_the_local_model(
 
     accepted = _canon(where, served, "accept")
     assert accepted.returncode == ExitCode.OK, accepted.stderr
-    checked = _canon(where, served, "check")
+    # --no-cache: the check asks the model again, and the same requests get the same answers
+    before = len(served.requests)
+    checked = _canon(where, served, "check", "--no-cache")
+    full = [body for body in served.requests[before:] if len(body["questions"]) == asked]
+    assert full == first
     # the model is weak: its own disagreement may leave the check inconclusive, never failed
     assert checked.returncode in (ExitCode.OK, ExitCode.INCONCLUSIVE), checked.stdout
