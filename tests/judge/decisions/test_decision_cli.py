@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import subprocess
-import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -19,7 +18,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from jevcompat import mock as jevmock
 
 from canon import constitution_from_file
 from canon.errors import ExitCode
@@ -27,6 +25,7 @@ from canon.project.store import load_rubric
 
 from support.cli import EXAMPLES, copy_example, run_canon
 from support.helper_modules import load_helper
+from support.jevcompat_server import running_jevcompat
 from support.network import without_otel
 
 decision_server = load_helper("judge/decisions/decision_server.py")
@@ -62,28 +61,14 @@ class Served:
 
 
 @contextmanager
-def jevcompat(monkeypatch: pytest.MonkeyPatch, **options: Any) -> Iterator[Served]:
+def jevcompat(**options: Any) -> Iterator[Served]:
     """jevcompat's mock, recording the bodies it answers, at ``typesafe:jev-1.13.0``."""
-    config = jevmock.MockConfig(**options)
-    served = Served("typesafe:jev-1.13.0", {}, JEV, received=lambda: config.requests)
-    respond = jevmock.respond
-
-    def recording(cfg: Any, body: dict[str, Any]) -> dict[str, Any]:
-        served.bodies.append(body)
-        reply: dict[str, Any] = respond(cfg, body)
-        return reply
-
-    monkeypatch.setattr(jevmock, "respond", recording)
-    server = jevmock.make_server(config)
-    thread = threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True)
-    thread.start()
-    url = f"http://127.0.0.1:{server.server_address[1]}"
-    served.env = without_otel(TYPESAFE_BASE_URL=url, TYPESAFE_API_KEY="k")
-    try:
-        yield served
-    finally:
-        server.shutdown()
-        server.server_close()
+    with running_jevcompat(**options) as running:
+        env = without_otel(TYPESAFE_BASE_URL=running.url, TYPESAFE_API_KEY="k")
+        config = running.config
+        yield Served(
+            "typesafe:jev-1.13.0", env, JEV, running.bodies, received=lambda: config.requests
+        )
 
 
 @contextmanager
@@ -103,10 +88,10 @@ def ours(wire: str, state: Any = None) -> Iterator[Served]:
 
 
 @pytest.fixture(params=["jevcompat", "openai-decisions"])
-def served(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Served]:
+def served(request: pytest.FixtureRequest) -> Iterator[Served]:
     """Each wire's server: System One by jevcompat, OpenAI's Decisions by ours."""
     if request.param == "jevcompat":
-        with jevcompat(monkeypatch) as running:
+        with jevcompat() as running:
             yield running
     else:
         with ours("openai-decisions") as running:
@@ -213,12 +198,10 @@ def test_rejudge_from_a_mock_baseline_to_a_decision_judge_then_check_with_it(
     assert checked.returncode == ExitCode.OK, checked.stdout + checked.stderr
 
 
-def test_rejudge_from_an_llm_baseline_takes_none_of_the_llm_judges_options(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_rejudge_from_an_llm_baseline_takes_none_of_the_llm_judges_options(tmp_path: Path) -> None:
     # judge_options of an LLM judge (max_tokens, reasons) shape its text; a decision judge
     # has none, and rejudge must not hand them over as if they were its own.
-    with jevcompat(monkeypatch) as served:
+    with jevcompat() as served:
         where = project(tmp_path, "mock:judge-script.yaml", one=True)
         assert canon(where, served, "accept").returncode == ExitCode.OK
         config = where / "canon.yaml"
@@ -231,10 +214,8 @@ def test_rejudge_from_an_llm_baseline_takes_none_of_the_llm_judges_options(
         assert served.full_calls() == 1
 
 
-def test_batch_mode_with_a_decision_judge_is_refused_naming_the_wire(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    with jevcompat(monkeypatch) as served:
+def test_batch_mode_with_a_decision_judge_is_refused_naming_the_wire(tmp_path: Path) -> None:
+    with jevcompat() as served:
         where = project(tmp_path, served.judge_model, one=True)
         runs = [("score", "--batch"), ("score", "--batch", "--estimate")]
         for command in runs:
@@ -265,30 +246,26 @@ def test_without_a_key_against_the_hosted_api_nothing_is_sent_and_the_variable_i
 
 @pytest.mark.parametrize(("given", "status"), [("wrong", "401"), ("", "403")])
 def test_a_refused_key_is_exit_2_naming_the_variable(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, given: str, status: str
+    tmp_path: Path, given: str, status: str
 ) -> None:
-    with jevcompat(monkeypatch, key="right") as served:
+    with jevcompat(key="right") as served:
         served.env["TYPESAFE_API_KEY"] = given
         result = canon(project(tmp_path, served.judge_model), served, "score")
     assert result.returncode == ExitCode.USAGE_ERROR, result.stderr
     assert f"HTTP {status}" in result.stderr and "TYPESAFE_API_KEY" in result.stderr
 
 
-def test_a_422_is_exit_2_with_the_servers_own_message(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_a_422_is_exit_2_with_the_servers_own_message(tmp_path: Path) -> None:
     # jevcompat's strict-ids fault refuses question ids outside [A-Za-z0-9_] (Canon's ``G~w0``)
-    with jevcompat(monkeypatch, faults=frozenset({"strict-ids"})) as served:
+    with jevcompat(faults=frozenset({"strict-ids"})) as served:
         result = canon(project(tmp_path, served.judge_model), served, "score")
     assert result.returncode == ExitCode.USAGE_ERROR, result.stderr
     assert "HTTP 422" in result.stderr
     assert "Question id must match [A-Za-z0-9_]+" in result.stderr
 
 
-def test_a_429_storm_is_retried_then_exit_3(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    with jevcompat(monkeypatch, busy_every=1) as served:
+def test_a_429_storm_is_retried_then_exit_3(tmp_path: Path) -> None:
+    with jevcompat(busy_every=1) as served:
         where = project(tmp_path, served.judge_model, "judge_options: {max_attempts: 2}\n")
         result = canon(where, served, "score")
         assert result.returncode == ExitCode.JUDGE_UNAVAILABLE, result.stderr
