@@ -84,7 +84,9 @@ def rejudge(
     # of theirs (a decision judge's endpoint and key come from its wire's variables).
     llm = not judge_spec.startswith(MOCK_PREFIX) and decision_wire(judge_spec) is None
     options = config.judge_options if llm else {}
-    new_config = dataclasses.replace(config, judge_model=judge_spec, judge_options=options)
+    new_config = dataclasses.replace(
+        config, judge_model=judge_spec, judge_options=options, batch=config.batch and llm
+    )
     plan = build_plan(new_config, use_cache=not no_cache)
     require_same_rubric(baseline, plan.rubric, source=shown(path))
     chosen = rejudge_scope(artifacts, baseline)  # what the run and the estimate score
@@ -94,7 +96,7 @@ def rejudge(
             "rejudge compares judges on the artifacts the baseline recorded"
         )
     if estimate:
-        show_estimate(new_config, plan, chosen, batch=config.batch, output_format=output_format)
+        show_estimate(new_config, plan, chosen, batch=new_config.batch, output_format=output_format)
     plan = prepare_spending(new_config, plan, chosen, batch=False, quiet=quiet)
     if not quiet:
         click.echo(

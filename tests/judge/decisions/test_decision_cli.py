@@ -199,16 +199,18 @@ def test_rejudge_from_a_mock_baseline_to_a_decision_judge_then_check_with_it(
 
 
 def test_rejudge_from_an_llm_baseline_takes_none_of_the_llm_judges_options(tmp_path: Path) -> None:
-    # judge_options of an LLM judge (max_tokens, reasons) shape its text; a decision judge
-    # has none, and rejudge must not hand them over as if they were its own.
+    # judge_options of an LLM judge (max_tokens, reasons, batch) shape its text and how it
+    # is sent; a decision judge has none, and rejudge must not hand them over as its own.
     with jevcompat() as served:
         where = project(tmp_path, "mock:judge-script.yaml", one=True)
         assert canon(where, served, "accept").returncode == ExitCode.OK
         config = where / "canon.yaml"
         config.write_text(
             config.read_text().replace("mock:judge-script.yaml", "openai:gpt-4o-mini")
-            + "judge_options: {max_tokens: 64, reasons: false}\n"
+            + "judge_options: {max_tokens: 64, reasons: false, batch: true}\n"
         )
+        estimated = canon(where, served, "rejudge", "--judge", served.judge_model, "--estimate")
+        assert estimated.returncode == ExitCode.OK, estimated.stderr
         compared = canon(where, served, "rejudge", "--judge", served.judge_model)
         assert compared.returncode == ExitCode.OK, compared.stderr
         assert served.full_calls() == 1
