@@ -145,3 +145,15 @@ def test_score_accept_and_check_through_the_local_model(
     assert full == first
     # the model is weak: its own disagreement may leave the check inconclusive, never failed
     assert checked.returncode in (ExitCode.OK, ExitCode.INCONCLUSIVE), checked.stdout
+
+    # calibrate asks the model afresh; align and rejudge find the run's answers in the cache
+    (where / "one.labels.jsonl").write_text(json.dumps({"id": "card", "labels": {"P1": "no"}}))
+    for command in (
+        ("calibrate", "--cells", "1", "--repeats", "2"),
+        ("align",),
+        ("rejudge", "--judge", "typesafe:jev-1.13.0"),
+    ):
+        before = len(served.requests)
+        done = _canon(where, served, *command, "--format", "json")
+        assert done.returncode == ExitCode.OK, (command, done.stderr)
+        assert json.loads(done.stdout)["usage"]["calls"] == len(served.requests) - before
