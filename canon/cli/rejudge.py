@@ -25,7 +25,7 @@ from canon.cli.spending import estimate_option, prepare_spending, show_estimate
 from canon.core.baseline import require_same_rubric
 from canon.errors import BaselineError, InputError, JudgeUnavailableError
 from canon.project.baselines import write_baseline
-from canon.project.judge_factory import MOCK_PREFIX
+from canon.project.judge_factory import MOCK_PREFIX, decision_wire
 from canon.project.store import dump_json
 from canon.report.align import rejudge_document, render_rejudge
 
@@ -80,9 +80,13 @@ def rejudge(
             'holds no per-question answers to compare judges on; run "canon accept" with the '
             "old judge first"
         )
-    # judge_options belong to model judges; a scripted judge takes none.
-    options = {} if judge_spec.startswith(MOCK_PREFIX) else config.judge_options
-    new_config = dataclasses.replace(config, judge_model=judge_spec, judge_options=options)
+    # judge_options belong to LLM judges; a scripted judge and a decision model take none
+    # of theirs (a decision judge's endpoint and key come from its wire's variables).
+    llm = not judge_spec.startswith(MOCK_PREFIX) and decision_wire(judge_spec) is None
+    options = config.judge_options if llm else {}
+    new_config = dataclasses.replace(
+        config, judge_model=judge_spec, judge_options=options, batch=config.batch and llm
+    )
     plan = build_plan(new_config, use_cache=not no_cache)
     require_same_rubric(baseline, plan.rubric, source=shown(path))
     chosen = rejudge_scope(artifacts, baseline)  # what the run and the estimate score
@@ -92,7 +96,7 @@ def rejudge(
             "rejudge compares judges on the artifacts the baseline recorded"
         )
     if estimate:
-        show_estimate(new_config, plan, chosen, batch=config.batch, output_format=output_format)
+        show_estimate(new_config, plan, chosen, batch=new_config.batch, output_format=output_format)
     plan = prepare_spending(new_config, plan, chosen, batch=False, quiet=quiet)
     if not quiet:
         click.echo(

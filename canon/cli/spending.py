@@ -23,10 +23,11 @@ from canon.check.spend import (
 from canon.core.artifact import Artifact
 from canon.core.baseline import Baseline
 from canon.core.usage import total
-from canon.errors import ExitCode
+from canon.errors import ConfigError, ExitCode
 from canon.judge.cache import CachingJudge
 from canon.judge.sync import run_sync
 from canon.project.config import Config
+from canon.project.judge_factory import decision_wire
 from canon.project.store import dump_json
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -41,7 +42,8 @@ _batch_option = click.option(
     "--batch",
     is_flag=True,
     help="Ask through the provider's Batch API (cheaper, slower; resumable: run the command "
-    "again to pick up a batch already submitted). Same as judge_options: batch: true.",
+    "again to pick up a batch already submitted). Same as judge_options: batch: true. "
+    "Refused for a decision judge (typesafe:, openai-decisions:): its wire has no batch mode.",
 )
 
 
@@ -62,6 +64,7 @@ def show_estimate(
 ) -> None:
     """Print the run's estimate (nothing is asked) and exit 0; a check passes its baseline,
     accept ``record`` (its second looks)."""
+    refuse_decision_batch(config, batch)
     estimate = estimate_run(
         plan,
         artifacts,
@@ -96,6 +99,7 @@ def prepare_spending(
     """Refuse a run over budget before it spends; with batch mode, fill the cache by batch
     (with ``record``, accept's second looks too)."""
     use_batch = batch or config.batch
+    refuse_decision_batch(config, use_batch)
     reason = _batchable(plan) if use_batch else None
     if use_batch and reason is not None:
         click.echo(f"canon: {reason}", err=True)  # said even when quiet: the price differs
@@ -106,6 +110,19 @@ def prepare_spending(
     if not use_batch:
         return plan
     return _prefill_by_batch(plan, artifacts, quiet, record)
+
+
+def refuse_decision_batch(config: Config, batch: bool) -> None:
+    """Refuse batch mode for a decision judge (exit 2): its wire has no batch mode, and its
+    one call per response already carries every question at a fraction of an LLM's price."""
+    spec = config.judge_model or ""
+    wire = decision_wire(spec)
+    if batch and wire is not None:
+        raise ConfigError(
+            f"judge {spec.strip()} is a decision model: the {wire} wire has no batch mode "
+            "(one call per response already asks every question); drop --batch, and "
+            f"judge_options: batch from {config.source or 'canon.yaml'}"
+        )
 
 
 def _batchable(plan: ScoringPlan) -> str | None:

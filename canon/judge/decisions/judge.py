@@ -90,7 +90,8 @@ class DecisionJudge:
         if isinstance(outcome, JudgeError):
             outcome.usage = answers.usage
             raise outcome
-        return dataclasses.replace(outcome, usage=answers.usage)  # what the call spent
+        # The call was this question's alone: its usage is the answer's, as an LLM judge's is.
+        return dataclasses.replace(outcome, usage=answers.usage)
 
     async def answer_all(self, requests: Sequence[JudgeRequest]) -> ResponseAnswers:
         """Every request (one response's questions and wordings) in one call."""

@@ -170,7 +170,7 @@ def test_reports_show_the_probabilities_where_the_judge_gives_no_reason() -> Non
     assert sum(record["looks"][1]["probabilities"].values()) == pytest.approx(1.0, abs=1e-5)
 
 
-def test_the_cli_scores_with_one_call_per_artifact_says_batch_has_no_wire_and_refuses_an_alias(
+def test_the_cli_scores_with_one_call_per_artifact_refuses_batch_and_an_alias(
     tmp_path: Path,
 ) -> None:
     project = copy_example(tmp_path)
@@ -181,7 +181,10 @@ def test_the_cli_scores_with_one_call_per_artifact_says_batch_has_no_wire_and_re
         config.write_text(
             text.replace("judge_model: mock:judge-script.yaml", "judge_model: typesafe:jev-1.13.0")
         )
-        scored = run_canon(project, "score", "--batch", "--format", "json", env=env)
+        batched = run_canon(project, "score", "--batch", env=env)
+        assert batched.returncode == 2 and server.requests == []
+        assert "the typesafe wire has no batch mode" in batched.stderr
+        scored = run_canon(project, "score", "--format", "json", env=env)
         calls = len(server.requests)
         whole = [body for body in server.requests if len(body["questions"]) > 1]
         config.write_text(
@@ -189,7 +192,6 @@ def test_the_cli_scores_with_one_call_per_artifact_says_batch_has_no_wire_and_re
         )
         accepted = run_canon(project, "accept", env=env)
     assert scored.returncode in (0, 1), scored.stderr
-    assert "the typesafe decision wire has no batch mode; asking online" in scored.stderr
     assert len(whole) == 3  # three artifacts, one call each carrying every question
     document = json.loads(scored.stdout)
     assert document["usage"]["calls"] == calls and document["usage"]["cost_usd"] > 0
