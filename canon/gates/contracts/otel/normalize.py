@@ -51,7 +51,12 @@ from canon.gates.contracts.otel.steps import (
     step_from_raw,
 )
 from canon.gates.contracts.otel.text import answer_text, final_output_text, request_text
-from canon.gates.contracts.otel.tree import repeated_tool_calls, root_position, top_positions
+from canon.gates.contracts.otel.tree import (
+    nested_model_calls,
+    repeated_tool_calls,
+    root_position,
+    top_positions,
+)
 from canon.gates.contracts.otel.values import decode_kv_list, to_nanos
 
 _ANSWER_KINDS = frozenset({"model_call", "agent"})
@@ -153,6 +158,8 @@ def _normalize_batch(batch: SpanBatch, metadata: Mapping[str, object] | None) ->
     intervals = partial(_interval, table)
     for position in repeated_tool_calls(names, kinds, span_ids, parent_ids, intervals, tops):
         kinds[position] = "custom"  # the same call seen twice: counted once
+    for position in nested_model_calls(kinds, span_ids, parent_ids):
+        kinds[position] = "custom"  # one model call seen by two instrumentations: once
     for position, tool in agent_recorded_calls(
         names, kinds, span_ids, parent_ids, partial(_attributes, table)
     ):

@@ -147,6 +147,33 @@ def repeated_tool_calls(
     return repeats
 
 
+def nested_model_calls(
+    kinds: Sequence[str], span_ids: Sequence[str], parent_ids: Sequence[str]
+) -> list[int]:
+    """Positions of model-call spans that record a model call already recorded above them.
+
+    Two instrumentations of one call: a framework's span (LangChain's ``ChatOpenAI``, a
+    LangSmith ``llm`` run) with the provider instrumentation's span (``openai.chat``) as its
+    child, or grandchild through a wrapper. A model call does not call a model, so a
+    model call within two spans under another is the same call, counted once.
+    """
+    calls = list(compress(range(len(kinds)), map("model_call".__eq__, kinds)))
+    if len(calls) < 2:
+        return []
+    call_ids = set(map(span_ids.__getitem__, calls))
+    call_ids.discard("")
+    parents = list(map(parent_ids.__getitem__, calls))
+    under_calls = set(compress(span_ids, map(call_ids.__contains__, parent_ids)))
+    under_calls.discard("")
+    if call_ids.isdisjoint(parents) and under_calls.isdisjoint(parents):
+        return []  # the usual shape: no model call under another (checked in C)
+    return [
+        position
+        for position, parent in zip(calls, parents, strict=True)
+        if parent and (parent in call_ids or parent in under_calls)
+    ]
+
+
 def _top(position: int, at: dict[str, int], parent_ids: Sequence[str]) -> int:
     """The top span of the tree ``position`` is in."""
     seen = {position}

@@ -14,11 +14,16 @@ from typing import Any
 
 from canon.gates.contracts.otel.formats import (
     agentcore,
+    agentops,
     datadog,
+    deepeval,
     envelope,
+    grouped,
     jaeger,
     langfuse,
+    langsmith,
     log_record,
+    openai_agents,
     otel_span,
     otlp,
     otlp_logs,
@@ -41,6 +46,11 @@ FORMATS: tuple[TraceFormat, ...] = (
     datadog.FORMAT,
     zipkin.FORMAT,
     agentcore.FORMAT,
+    langsmith.FORMAT,
+    openai_agents.FORMAT,
+    deepeval.FORMAT,
+    agentops.FORMAT,
+    grouped.FORMAT,
     otel_span.FORMAT,
     envelope.FORMAT,
 )
