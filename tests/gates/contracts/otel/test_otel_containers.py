@@ -186,7 +186,7 @@ def test_a_generated_span_list_wrapped_reads_as_itself_or_is_refused(tools, how,
 
 def _new_formats(tools: list[str]) -> dict[str, object]:
     """One generated export per format of issue 24's section 2, calling ``tools`` in order."""
-    times = [f"2025-01-01T00:00:{at:02d}Z" for at in range(len(tools) + 1)]
+    times = [f"2025-01-01T00:{at // 60:02d}:{at % 60:02d}Z" for at in range(len(tools) + 1)]
     run_tree = {
         "id": "r0",
         "name": "agent",

@@ -454,3 +454,15 @@ def test_an_object_two_new_formats_claim_is_refused_naming_both() -> None:
     both["runs"] = [_run_tree()]
     with pytest.raises(TraceError, match=r"reads as both LangSmith runs .* and deepeval trace"):
         normalize_trace(both, source="t.json")
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["span_31ebdbd71a6247e4825ac4e1", "trace_25E2e648", "run_tool_missing_time", "a_b", "0x_1"],
+)
+def test_a_word_id_reads_as_normalize_id_reads_it(raw: str) -> None:
+    from canon.gates.contracts.otel.formats.records import record_id
+    from canon.gates.contracts.otel.values import normalize_id
+
+    assert record_id(raw) == normalize_id(raw)
+    assert record_id(raw, 32) == normalize_id(raw, 32)

@@ -16,10 +16,10 @@ from typing import Any
 
 from canon.gates.contracts.execution import StepStatus
 from canon.gates.contracts.otel.formats.base import SpanSink, TraceFormat, Where, text, type_name
-from canon.gates.contracts.otel.formats.records import record_attributes, record_span
-from canon.gates.contracts.otel.values import normalize_id
+from canon.gates.contracts.otel.formats.records import record_attributes, record_id, record_span
 
 _OBJECTS = ("trace", "trace.span")
+_EXTRAS = frozenset({"from_agent", "to_agent", "server", "triggered", "response_id"})
 
 
 def _claims(raw: dict[str, Any]) -> bool:
@@ -47,7 +47,7 @@ def _item(item: dict[str, Any], sink: SpanSink, where: str) -> None:
         if isinstance(name, str) and name:
             sink.add_resource({"openai_agents.workflow_name": name})
         return
-    span_id = normalize_id(item.get("id"))
+    span_id = record_id(item.get("id"))
     data = item.get("span_data")
     if not span_id:
         raise sink.fail(f"an OpenAI Agents span without an id at {where}")
@@ -62,12 +62,12 @@ def _item(item: dict[str, Any], sink: SpanSink, where: str) -> None:
         kind, name, data.get("input"), data.get("output"), data.get("model")
     )
     attributes["openai_agents.span_type"] = kind
-    for key in ("from_agent", "to_agent", "server", "triggered", "response_id"):
-        if data.get(key) is not None:
+    for key in _EXTRAS.intersection(data):
+        if data[key] is not None:
             attributes[f"openai_agents.{key}"] = data[key]
     error = item.get("error")
     status: StepStatus = "error" if error not in (None, {}, "") else "unset"
-    ids = (normalize_id(item.get("trace_id"), 32), span_id, normalize_id(item.get("parent_id")))
+    ids = (record_id(item.get("trace_id"), 32), span_id, record_id(item.get("parent_id")))
     times = (item.get("started_at"), item.get("ended_at"))
     sink.add(record_span(sink, ids, name, times, status, attributes, "openai_agents"))
 

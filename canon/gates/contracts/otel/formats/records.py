@@ -11,7 +11,7 @@ way any OpenInference span does, with no rule of their own.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 from canon.gates.contracts.execution import StepStatus
@@ -41,11 +41,33 @@ _KINDS = {
 _UUID_DASHES = (8, 13, 18, 23)
 
 
-def payload(value: object) -> str:
-    """A record's input or output as ``input.value``/``output.value`` text."""
-    if isinstance(value, str):
-        return value
+def _json_text(value: object) -> str:
     return json.dumps(value, default=str, ensure_ascii=False)
+
+
+def _encoder() -> Callable[[object], str]:
+    """msgspec's JSON encoder (several times faster), or the standard library's without it."""
+    try:
+        import msgspec
+    except ImportError:  # an optional speed-up, as for reading (jsontext.py)
+        return _json_text
+    encode = msgspec.json.Encoder().encode
+
+    def fast(value: object) -> str:
+        try:
+            return encode(value).decode()
+        except (TypeError, ValueError, OverflowError):  # not from JSON: as JSON can
+            return _json_text(value)
+
+    return fast
+
+
+_encode = _encoder()
+
+
+def payload(value: object) -> str:
+    """A record's input or output as ``input.value``/``output.value`` text (JSON)."""
+    return value if isinstance(value, str) else _encode(value)
 
 
 def record_attributes(
@@ -72,9 +94,14 @@ def record_attributes(
 
 
 def record_id(raw: object, width: int = 16) -> str:
-    """A record's id as Canon writes ids: a UUID without its dashes, else ``normalize_id``."""
-    if isinstance(raw, str) and len(raw) == 36 and all(raw[at] == "-" for at in _UUID_DASHES):
-        return normalize_id(raw.replace("-", ""), width)
+    """A record's id as Canon writes ids: a UUID without its dashes, else ``normalize_id``
+    (a word id such as the OpenAI Agents SDK's ``span_3f2a...`` lower-cased, as it does,
+    without its slower search for hex or base64)."""
+    if isinstance(raw, str):
+        if len(raw) == 36 and all(raw[at] == "-" for at in _UUID_DASHES):
+            return normalize_id(raw.replace("-", ""), width)
+        if "_" in raw and raw.isascii() and raw.replace("_", "").isalnum() and raw[:2] != "0x":
+            return raw.lower()
     return normalize_id(raw, width)
 
 
