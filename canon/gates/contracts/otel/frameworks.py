@@ -70,6 +70,7 @@ _SCOPE_HINTS = (
     ("genkit", "genkit"),
     ("langsmith", "langsmith"),  # LangSmith runs and deepeval traces name no framework of
     ("deepeval", "deepeval"),  # their own: the tool that recorded them (formats/records.py)
+    ("trulens", "trulens"),
 )
 # Monocle names the framework in its entity types: "agent.adk", "workflow.langgraph", ...
 _MONOCLE_FRAMEWORKS = {

@@ -35,6 +35,7 @@ from canon.gates.contracts.execution import (
 from canon.gates.contracts.otel.attributes import KVAttributes
 from canon.gates.contracts.otel.beeai import agent_recorded_calls
 from canon.gates.contracts.otel.errors import TraceError
+from canon.gates.contracts.otel.eventtable import event_table_rows, is_event_table
 from canon.gates.contracts.otel.formats import REGISTRY, Registry
 from canon.gates.contracts.otel.jsontext import loads, otlp_documents
 from canon.gates.contracts.otel.payloads import LazyToolPayload
@@ -73,6 +74,8 @@ def parse_trace_text(text: str, *, source: str = "<trace>") -> object:
     except RecursionError as exc:
         raise TraceError(f"{source}: JSON nested too deeply to be a trace") from exc
     except json.JSONDecodeError as first_error:
+        if is_event_table(text):
+            return event_table_rows(text, source)
         documents = []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():

@@ -37,9 +37,13 @@ def _executions(raw: object) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
     ]
 
 
+# event tables written as CSV (TruLens): read through parse_trace_text as the rest
+CSV_FILES = sorted((TESTS / "corpus" / "backends").rglob("*.csv"))
+
+
 def _readable() -> list[Path]:
     out = []
-    for path in TRACE_FILES:
+    for path in [*TRACE_FILES, *CSV_FILES]:
         try:
             _executions(parse_trace_text(path.read_text(encoding="utf-8")))
         except TraceError:
@@ -248,7 +252,24 @@ def _new_formats(tools: list[str]) -> dict[str, object]:
             for at, tool in enumerate(tools, start=1)
         ],
     }
+    trulens = [
+        {
+            "record": {"name": "root"},
+            "trace": {"trace_id": "7", "span_id": "1", "parent_id": ""},
+            "record_attributes": {"ai.observability.span_type": "record_root"},
+            "start_timestamp": times[0],
+        }
+    ] + [
+        {
+            "record": {"name": tool},
+            "trace": {"trace_id": "7", "span_id": str(at + 1), "parent_id": "1"},
+            "record_attributes": {"ai.observability.span_type": "tool_invocation"},
+            "start_timestamp": times[at],
+        }
+        for at, tool in enumerate(tools, start=1)
+    ]
     return {
+        "trulens": trulens,
         "langsmith": run_tree,
         "deepeval": deepeval,
         "openai-agents": agents,
@@ -260,7 +281,9 @@ def _new_formats(tools: list[str]) -> dict[str, object]:
 @settings(max_examples=100, deadline=None)
 @given(
     tools=_span_names,
-    format_name=st.sampled_from(["langsmith", "deepeval", "openai-agents", "agentops", "grouped"]),
+    format_name=st.sampled_from(
+        ["langsmith", "deepeval", "openai-agents", "agentops", "grouped", "trulens"]
+    ),
     how=_WRAPS,
     fields=_FIELDS,
 )

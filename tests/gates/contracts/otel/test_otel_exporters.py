@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import copy
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -20,6 +18,7 @@ import pytest
 
 from canon.gates.contracts.execution import Execution
 from canon.gates.contracts.otel import TraceError, normalize_trace, normalize_traces
+from tests.support.cli import run_canon
 
 TESTS = Path(__file__).resolve().parents[3]
 BACKENDS = TESTS / "corpus" / "backends"
@@ -417,35 +416,23 @@ def test_bad_openai_agents_items_are_refused(change: Any, message: str) -> None:
 # every format: a truncated file is refused with exit 2 through the CLI
 
 
-@pytest.mark.parametrize("path", [DEEPEVAL, LANGSMITH, AGENTOPS], ids=lambda p: p.parent.name)
+@pytest.mark.parametrize(
+    "path",
+    [DEEPEVAL, LANGSMITH, AGENTOPS, BACKENDS / "trulens" / "test_otel_tru_custom__test_smoke.csv"],
+    ids=lambda p: p.parent.name,
+)
 def test_a_truncated_export_is_refused_by_the_cli_with_exit_2(path: Path, tmp_path: Path) -> None:
     text = path.read_text(encoding="utf-8")
-    trace = tmp_path / "cut.json"
+    trace = tmp_path / f"cut{path.suffix}"
     trace.write_text(text[: len(text) // 2], encoding="utf-8")
     contract = tmp_path / "contract.yaml"
     contract.write_text(
         'name: c\nversion: "1.0.0"\nconstraints:\n  - type: must_include_steps\n    steps: [x]\n'
     )
-    result = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "canon.cli",
-            "contract",
-            "run",
-            "--contract",
-            str(contract),
-            "--traces",
-            str(trace),
-        ],
-        capture_output=True,
-        text=True,
-        cwd=TESTS.parent,
-        timeout=60,
-        check=False,
-    )
+    command = ["contract", "run", "--contract", str(contract), "--traces", str(trace)]
+    result = run_canon(TESTS.parent, *command, timeout=60)
     assert result.returncode == 2, result.stdout + result.stderr
-    assert "cut.json" in result.stdout and "1 unreadable" in result.stdout
+    assert trace.name in result.stdout and "1 unreadable" in result.stdout
 
 
 def test_an_object_two_new_formats_claim_is_refused_naming_both() -> None:
@@ -466,3 +453,79 @@ def test_a_word_id_reads_as_normalize_id_reads_it(raw: str) -> None:
 
     assert record_id(raw) == normalize_id(raw)
     assert record_id(raw, 32) == normalize_id(raw, 32)
+
+
+# TruLens event records (real: TruLens's OTel golden event tables, written by pandas as CSV)
+
+TRULENS = BACKENDS / "trulens"
+_FIRST_TRACE = (
+    "\"{'trace_id': '288555431518395710920307383696401339331', 'parent_id': '', "
+    "'span_id': '5309525427131891779'}\""
+)
+
+
+def _csv(name: str) -> str:
+    return (TRULENS / name).read_text(encoding="utf-8")
+
+
+def test_trulens_custom_app_event_table_reads_two_records() -> None:
+    from canon.gates.contracts.otel import normalize_traces_text
+
+    first, second = normalize_traces_text(_csv("test_otel_tru_custom__test_smoke.csv"), source="t")
+    assert (first.framework, second.framework) == ("trulens", "trulens")
+    # trace ids are decimal integers in the table: read as the hex OpenTelemetry shows
+    assert first.execution_id == format(288555431518395710920307383696401339331, "032x")
+    app = "tests.unit.test_otel_tru_custom.TestApp."
+    assert [step.name for step in first.steps] == [
+        "root",
+        f"{app}respond_to_query",
+        f"{app}nested",
+        f"{app}nested2",
+        f"{app}nested3",
+    ]
+    assert (first.input_text, first.output_text) == ("test", "answer: nested: nested2: nested3")
+    # the second query throws in nested3: that step failed, the others did not
+    assert (second.input_text, second.output_text) == ("throw", "answer: nested: nested2: ")
+    assert [step.status for step in second.steps] == ["unset"] * 4 + ["error"]
+    assert first.steps[1].kind == "agent" and first.metadata["service.name"] == "trulens"
+
+
+def test_trulens_basic_app_event_table() -> None:
+    from canon.gates.contracts.otel import normalize_trace_text
+
+    execution = normalize_trace_text(_csv("test_otel_tru_basic__test_smoke.csv"), source="t")
+    assert [(s.name, s.kind) for s in execution.steps] == [
+        ("root", "custom"),
+        ("trulens.apps.basic.TruWrapperApp._call", "agent"),
+    ]
+    assert (execution.input_text, execution.output_text) == ("Kojikun", "Hi, Kojikun!")
+
+
+def test_trulens_rows_as_json_lines_read_as_the_csv_does() -> None:
+    from canon.gates.contracts.otel import normalize_traces_text, parse_trace_text
+
+    rows = parse_trace_text(_csv("test_otel_tru_custom__test_smoke.csv"))
+    assert isinstance(rows, list)
+    lines = "\n".join(json.dumps(row) for row in rows)
+    from_csv = normalize_traces_text(_csv("test_otel_tru_custom__test_smoke.csv"))
+    from_lines = normalize_traces_text(lines)
+    assert [run.step_names() for run in from_lines] == [run.step_names() for run in from_csv]
+    assert [run.output_text for run in from_lines] == [run.output_text for run in from_csv]
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda t: t.replace("'span_id': '5309525427131891779'", "'other': 1", 1), "span_id"),
+        (lambda t: t.replace("\"{'name': 'root'", "\"__import__('os').getcwd()#", 1), "neither"),
+        (lambda t: t.replace(",EventRecordType.SPAN,", ",", 1), r"line 2 of the event table"),
+        (lambda t: t.replace(_FIRST_TRACE, '"[1, 2]"', 1), "'trace' holding JSON array"),
+    ],
+    ids=["a row without a span id", "code in a cell", "a row short of cells", "trace a list"],
+)
+def test_bad_trulens_event_tables_are_refused(change: Any, message: str) -> None:
+    # bad inputs made from the recording; code in a cell is never run, only refused
+    from canon.gates.contracts.otel import normalize_traces_text
+
+    with pytest.raises(TraceError, match=message):
+        normalize_traces_text(change(_csv("test_otel_tru_custom__test_smoke.csv")), source="t")

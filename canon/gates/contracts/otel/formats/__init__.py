@@ -29,6 +29,7 @@ from canon.gates.contracts.otel.formats import (
     otlp_logs,
     otlp_metrics,
     span_list,
+    trulens,
     zipkin,
 )
 from canon.gates.contracts.otel.formats.base import TraceFormat, Where, held_trace
@@ -51,6 +52,7 @@ FORMATS: tuple[TraceFormat, ...] = (
     deepeval.FORMAT,
     agentops.FORMAT,
     grouped.FORMAT,
+    trulens.FORMAT,
     otel_span.FORMAT,
     envelope.FORMAT,
 )

@@ -123,7 +123,8 @@ _TRACE_MARKS = frozenset(
         "batches",
         "traces",
         "runs",
-        "span_attributes",
+        "span_attributes",  # an AgentOps span row
+        "record_attributes",  # a TruLens event record
     }
 )
 # Keys that make an object (not in a list) a container of spans or runs.
