@@ -4,8 +4,9 @@ Builds 40 deterministic traces of 200 spans in each of the shapes the collector 
 element by element or document by document (Datadog arrays, Zipkin arrays, a Jaeger
 query response, a bare array of Jaeger spans, an OTel SDK span list, OTLP JSON lines, a
 Langfuse export, a LangSmith run tree, a deepeval trace, an AgentOps export, OpenAI Agents
-SDK items as JSON lines, grouped traces) and prints the best CPU time per span of
-``collect_spans`` (finding and reading the spans: where the registry asks its formats), of
+SDK items as JSON lines, grouped traces, TruLens's event table as CSV and as JSON lines)
+and prints the best CPU time per span of ``collect_spans`` (finding and reading the spans:
+where the registry asks its formats), of
 ``normalize_traces`` (everything up to the ``Execution``) and of ``normalize_traces_text``
 (from the file's text, as the CLI reads it), best of ``--repeats`` rounds, each with its
 ratio to a Collector file exporter's OTLP JSON lines (a batch of 50 spans a line). Run it
@@ -17,7 +18,10 @@ against two trees with PYTHONPATH to compare them:
 from __future__ import annotations
 
 import argparse
+import ast
+import csv
 import gc
+import io
 import json
 import time
 from collections.abc import Callable
@@ -304,6 +308,35 @@ def _openai_agents(trace: int) -> object:
     return items
 
 
+def _trulens(trace: int) -> object:
+    """TruLens event records as pandas writes its event table: dict cells as their repr."""
+    rows = []
+    for number, parent, name, attrs in _plan(trace):
+        span_type = (
+            "record_root" if parent < 0 else "tool_invocation" if "tool" in name else "generation"
+        )
+        rows.append(
+            {
+                "record": repr({"name": name, "kind": 1, "status": "STATUS_CODE_UNSET"}),
+                "event_id": str(number + 1),
+                "record_attributes": repr(
+                    {"name": name, "ai.observability.span_type": span_type, **attrs}
+                ),
+                "record_type": "EventRecordType.SPAN",
+                "start_timestamp": _iso(number).replace("T", " ").rstrip("Z"),
+                "timestamp": _iso(number + 1).replace("T", " ").rstrip("Z"),
+                "trace": repr(
+                    {
+                        "trace_id": str(trace + 1),
+                        "parent_id": str(parent + 1) if parent >= 0 else "",
+                        "span_id": str(number + 1),
+                    }
+                ),
+            }
+        )
+    return rows
+
+
 def _grouped(trace: int) -> object:
     sdk = _sdk(trace)
     assert isinstance(sdk, dict)
@@ -324,13 +357,27 @@ WORKLOADS: dict[str, Callable[[int], object]] = {
     "agentops": _agentops,
     "openai agents": _openai_agents,
     "grouped traces": _grouped,
+    "trulens csv": _trulens,
+    "trulens lines": lambda trace: [
+        {key: ast.literal_eval(cell) if cell[:1] == "{" else cell for key, cell in row.items()}
+        for row in _trulens(trace)  # type: ignore[attr-defined]
+    ],
 }
 REFERENCE = "collector lines"  # what a Collector's file exporter writes: a batch a line
 
 
 def _text(name: str, raw: object) -> str:
-    """A trace as its file holds it: JSON lines for the line formats, else one document."""
-    if name in (REFERENCE, "otlp json lines", "openai agents") and isinstance(raw, list):
+    """A trace as its file holds it: JSON lines for the line formats, CSV for TruLens's
+    event table, else one document."""
+    if name == "trulens csv" and isinstance(raw, list):
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=list(raw[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(raw)
+        return out.getvalue()
+    if name in (REFERENCE, "otlp json lines", "openai agents", "trulens lines") and isinstance(
+        raw, list
+    ):
         return "\n".join(json.dumps(item) for item in raw)
     return json.dumps(raw)
 

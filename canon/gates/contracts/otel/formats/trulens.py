@@ -17,6 +17,7 @@ answer; the app's call right under the record root is the agent run. Rows of ano
 from __future__ import annotations
 
 import ast
+import functools
 import json
 from typing import Any
 
@@ -58,14 +59,11 @@ def _cell(raw: dict[str, Any], key: str, sink: SpanSink, where: str) -> dict[str
     value = raw.get(key)
     if isinstance(value, str) and value.strip():
         stripped = value.strip()
-        try:
-            value = json.loads(stripped)
-        except ValueError:
-            if len(stripped) > _LITERAL_LIMIT:
-                raise sink.fail(f"a TruLens {key!r} cell too long to read at {where}") from None
-            try:  # literal_eval reads literals only: a repr, never code
-                value = ast.literal_eval(stripped)
-            except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        value = _literal(stripped) if stripped[:2] in _REPR_STARTS else _NOT_LITERAL
+        if value is _NOT_LITERAL:
+            try:
+                value = json.loads(stripped)
+            except ValueError:
                 raise sink.fail(
                     f"a TruLens {key!r} cell that is neither JSON nor a Python literal at {where}"
                 ) from None
@@ -94,6 +92,23 @@ def _output(attributes: dict[str, Any]) -> object:
         if attributes.get(_PREFIX + key) is not None:
             return attributes[_PREFIX + key]
     return None
+
+
+_NOT_LITERAL = object()
+
+
+_REPR_STARTS = ("{'", "['")  # how a repr of a dict or list of text starts; JSON's: '{"'
+
+
+@functools.lru_cache(maxsize=64)  # a table repeats its resource cell on every row
+def _literal(text: str) -> object:
+    """A cell's Python literal (pandas writes a dict as its repr), or ``_NOT_LITERAL``."""
+    if len(text) > _LITERAL_LIMIT:
+        return _NOT_LITERAL  # longer than any row: refused, not evaluated
+    try:  # literal_eval reads literals only: a repr, never code
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
+        return _NOT_LITERAL
 
 
 def _id(value: object, width: int = 16) -> str:
