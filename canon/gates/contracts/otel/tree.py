@@ -157,21 +157,37 @@ def nested_model_calls(
     child, or grandchild through a wrapper. A model call does not call a model, so a
     model call within two spans under another is the same call, counted once.
     """
-    calls = list(compress(range(len(kinds)), map("model_call".__eq__, kinds)))
-    if len(calls) < 2:
+    if kinds.count("model_call") < 2:
         return []
-    call_ids = set(map(span_ids.__getitem__, calls))
+    above = set(parent_ids)  # the spans that have spans under them: few, usually
+    above.discard("")
+    if len(above) <= _FEW_PARENTS and not any(
+        kinds[span_ids.index(parent)] == "model_call" for parent in above if parent in span_ids
+    ):
+        return []  # the usual shape: no span sits under a model call
+    call_ids = set(compress(span_ids, map("model_call".__eq__, kinds)))
     call_ids.discard("")
+    if call_ids.isdisjoint(above):
+        return []
+    calls = list(compress(range(len(kinds)), map("model_call".__eq__, kinds)))
     parents = list(map(parent_ids.__getitem__, calls))
-    under_calls = set(compress(span_ids, map(call_ids.__contains__, parent_ids)))
-    under_calls.discard("")
-    if call_ids.isdisjoint(parents) and under_calls.isdisjoint(parents):
-        return []  # the usual shape: no model call under another (checked in C)
-    return [
-        position
-        for position, parent in zip(calls, parents, strict=True)
-        if parent and (parent in call_ids or parent in under_calls)
-    ]
+    distinct = set(parents)
+    distinct.discard("")
+    nesting = distinct & call_ids  # parents that are model calls themselves
+    rest = distinct - nesting
+    if len(rest) > _FEW_PARENTS:  # many parents: one index of the spans' parents
+        parent_of = dict(zip(span_ids, parent_ids, strict=True))
+        nesting |= {parent for parent in rest if parent_of.get(parent) in call_ids}
+    else:  # the usual few (an agent's turns): looked up one by one, in C
+        for parent in rest:
+            if parent in span_ids and parent_ids[span_ids.index(parent)] in call_ids:
+                nesting.add(parent)
+    if not nesting:
+        return []
+    return [position for position, parent in zip(calls, parents, strict=True) if parent in nesting]
+
+
+_FEW_PARENTS = 8
 
 
 def _top(position: int, at: dict[str, int], parent_ids: Sequence[str]) -> int:
