@@ -529,3 +529,72 @@ def test_bad_trulens_event_tables_are_refused(change: Any, message: str) -> None
 
     with pytest.raises(TraceError, match=message):
         normalize_traces_text(change(_csv("test_otel_tru_custom__test_smoke.csv")), source="t")
+
+
+def _cycles() -> dict[str, object]:
+    """Hand-written bad inputs: two tool spans naming each other as parent, per format."""
+    return {
+        "deepeval": {
+            "uuid": "t1",
+            "toolSpans": [
+                {"uuid": "a1", "name": "a", "type": "tool", "parentUuid": "b2"},
+                {"uuid": "b2", "name": "b", "type": "tool", "parentUuid": "a1"},
+            ],
+        },
+        "openai-agents": [
+            {
+                "object": "trace.span",
+                "id": "span_a",
+                "trace_id": "trace_1",
+                "parent_id": "span_b",
+                "span_data": {"type": "function", "name": "a"},
+            },
+            {
+                "object": "trace.span",
+                "id": "span_b",
+                "trace_id": "trace_1",
+                "parent_id": "span_a",
+                "span_data": {"type": "function", "name": "b"},
+            },
+        ],
+        "agentops": {
+            "trace_id": "1",
+            "spans": [
+                {
+                    "span_id": "a1",
+                    "parent_span_id": "b2",
+                    "span_name": "a",
+                    "span_type": "tool",
+                    "span_attributes": {},
+                },
+                {
+                    "span_id": "b2",
+                    "parent_span_id": "a1",
+                    "span_name": "b",
+                    "span_type": "tool",
+                    "span_attributes": {},
+                },
+            ],
+        },
+        "trulens": [
+            {
+                "record": {"name": "a"},
+                "trace": {"trace_id": "7", "span_id": "1", "parent_id": "2"},
+                "record_attributes": {"ai.observability.span_type": "tool_invocation"},
+            },
+            {
+                "record": {"name": "b"},
+                "trace": {"trace_id": "7", "span_id": "2", "parent_id": "1"},
+                "record_attributes": {"ai.observability.span_type": "tool_invocation"},
+            },
+        ],
+    }
+
+
+@pytest.mark.parametrize("name", ["deepeval", "openai-agents", "agentops", "trulens"])
+def test_spans_linked_in_a_cycle_are_read_or_refused_never_lost(name: str) -> None:
+    try:
+        (execution,) = normalize_traces(_cycles()[name], source="t.json")
+    except TraceError:
+        return
+    assert sorted(_tools(execution)) == ["a", "b"]
