@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from canon.gates.contracts.execution import Execution
 from canon.gates.contracts.otel import TraceError, normalize_trace, normalize_traces
@@ -598,3 +600,25 @@ def test_spans_linked_in_a_cycle_are_read_or_refused_never_lost(name: str) -> No
     except TraceError:
         return
     assert sorted(_tools(execution)) == ["a", "b"]
+
+
+_VALUES = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner),
+    max_leaves=8,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.dictionaries(st.text(max_size=6), _VALUES, max_size=4))
+def test_a_trulens_cell_reads_as_literal_eval_reads_it(value: dict[str, Any]) -> None:
+    import ast
+
+    from canon.gates.contracts.otel.formats.trulens import _literal
+
+    text = repr(value)
+    assert _literal(text) == ast.literal_eval(text)

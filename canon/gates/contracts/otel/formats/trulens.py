@@ -105,6 +105,14 @@ def _literal(text: str) -> object:
     """A cell's Python literal (pandas writes a dict as its repr), or ``_NOT_LITERAL``."""
     if len(text) > _LITERAL_LIMIT:
         return _NOT_LITERAL  # longer than any row: refused, not evaluated
+    if '"' not in text and "\\" not in text:
+        # every string is quoted '...' and holds no quote nor escape: with the quotes
+        # swapped it is JSON, read the same and several times faster; anything JSON does
+        # not have (True, None, tuples, int keys) fails here and is read below
+        try:
+            return json.loads(text.replace("'", '"'))
+        except ValueError:
+            pass
     try:  # literal_eval reads literals only: a repr, never code
         return ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
