@@ -57,6 +57,7 @@ _SCOPE_HINTS = (
     ("claude_code", "claude_code"),
     ("openai.agents", "openai_agents"),
     ("openai_agents", "openai_agents"),
+    ("openai-agents", "openai_agents"),  # AgentOps' library.name
     ("any_agent", "any_agent"),
     ("crewai", "crewai"),
     ("llama_index", "llamaindex"),
@@ -67,6 +68,9 @@ _SCOPE_HINTS = (
     ("beeai", "beeai"),
     ("koog", "koog"),
     ("genkit", "genkit"),
+    ("langsmith", "langsmith"),  # LangSmith runs and deepeval traces name no framework of
+    ("deepeval", "deepeval"),  # their own: the tool that recorded them (formats/records.py)
+    ("trulens", "trulens"),
 )
 # Monocle names the framework in its entity types: "agent.adk", "workflow.langgraph", ...
 _MONOCLE_FRAMEWORKS = {

@@ -35,6 +35,7 @@ from canon.gates.contracts.execution import (
 from canon.gates.contracts.otel.attributes import KVAttributes
 from canon.gates.contracts.otel.beeai import agent_recorded_calls
 from canon.gates.contracts.otel.errors import TraceError
+from canon.gates.contracts.otel.eventtable import event_table_rows, is_event_table
 from canon.gates.contracts.otel.formats import REGISTRY, Registry
 from canon.gates.contracts.otel.jsontext import loads, otlp_documents
 from canon.gates.contracts.otel.payloads import LazyToolPayload
@@ -51,7 +52,12 @@ from canon.gates.contracts.otel.steps import (
     step_from_raw,
 )
 from canon.gates.contracts.otel.text import answer_text, final_output_text, request_text
-from canon.gates.contracts.otel.tree import repeated_tool_calls, root_position, top_positions
+from canon.gates.contracts.otel.tree import (
+    nested_model_calls,
+    repeated_tool_calls,
+    root_position,
+    top_positions,
+)
 from canon.gates.contracts.otel.values import decode_kv_list, to_nanos
 
 _ANSWER_KINDS = frozenset({"model_call", "agent"})
@@ -68,6 +74,8 @@ def parse_trace_text(text: str, *, source: str = "<trace>") -> object:
     except RecursionError as exc:
         raise TraceError(f"{source}: JSON nested too deeply to be a trace") from exc
     except json.JSONDecodeError as first_error:
+        if is_event_table(text):
+            return event_table_rows(text, source)
         documents = []
         for number, line in enumerate(text.splitlines(), start=1):
             if not line.strip():
@@ -153,6 +161,8 @@ def _normalize_batch(batch: SpanBatch, metadata: Mapping[str, object] | None) ->
     intervals = partial(_interval, table)
     for position in repeated_tool_calls(names, kinds, span_ids, parent_ids, intervals, tops):
         kinds[position] = "custom"  # the same call seen twice: counted once
+    for position in nested_model_calls(kinds, span_ids, parent_ids):
+        kinds[position] = "custom"  # one model call seen by two instrumentations: once
     for position, tool in agent_recorded_calls(
         names, kinds, span_ids, parent_ids, partial(_attributes, table)
     ):

@@ -9,6 +9,7 @@ write into: spans in file order, resource attributes, log records joined to thei
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from operator import itemgetter
 from typing import Any
@@ -144,6 +145,15 @@ class _Collector:
 
     def add_resource(self, attributes: dict[str, Any]) -> None:
         self.resource.update(attributes)
+
+    def amend(self, span_id: str, change: Callable[[RawSpan], RawSpan]) -> bool:
+        entries = self.entries
+        for at in range(len(entries) - 1, -1, -1):  # a patch follows its post closely
+            entry = entries[at]
+            if entry.__class__ is RawSpan and entry.span_id == span_id:
+                entries[at] = change(entry)
+                return True
+        return False
 
     def skip_metrics(self) -> None:
         self.metrics += 1  # a Collector file mixes metrics in: they hold no spans

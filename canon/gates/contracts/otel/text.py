@@ -286,6 +286,10 @@ def _wrapped_text(value: object, roles: frozenset[str]) -> str | None:
     if isinstance(parsed, dict):
         if "messages" in parsed:
             return last_text(parsed["messages"], roles)
+        choices = parsed.get("choices")
+        if isinstance(choices, list):  # an OpenAI chat completion (LangSmith's wrap_openai)
+            messages = [c.get("message") for c in choices if isinstance(c, dict)]
+            return last_text(messages, roles)
         for key in (*_WRAPPED_INPUT_KEYS, "output", "answer", "content"):
             inner = parsed.get(key)
             if isinstance(inner, str) and inner.strip():

@@ -147,6 +147,49 @@ def repeated_tool_calls(
     return repeats
 
 
+def nested_model_calls(
+    kinds: Sequence[str], span_ids: Sequence[str], parent_ids: Sequence[str]
+) -> list[int]:
+    """Positions of model-call spans that record a model call already recorded above them.
+
+    Two instrumentations of one call: a framework's span (LangChain's ``ChatOpenAI``, a
+    LangSmith ``llm`` run) with the provider instrumentation's span (``openai.chat``) as its
+    child, or grandchild through a wrapper. A model call does not call a model, so a
+    model call within two spans under another is the same call, counted once.
+    """
+    if kinds.count("model_call") < 2:
+        return []
+    above = set(parent_ids)  # the spans that have spans under them: few, usually
+    above.discard("")
+    if len(above) <= _FEW_PARENTS and not any(
+        kinds[span_ids.index(parent)] == "model_call" for parent in above if parent in span_ids
+    ):
+        return []  # the usual shape: no span sits under a model call
+    call_ids = set(compress(span_ids, map("model_call".__eq__, kinds)))
+    call_ids.discard("")
+    if call_ids.isdisjoint(above):
+        return []
+    calls = list(compress(range(len(kinds)), map("model_call".__eq__, kinds)))
+    parents = list(map(parent_ids.__getitem__, calls))
+    distinct = set(parents)
+    distinct.discard("")
+    nesting = distinct & call_ids  # parents that are model calls themselves
+    rest = distinct - nesting
+    if len(rest) > _FEW_PARENTS:  # many parents: one index of the spans' parents
+        parent_of = dict(zip(span_ids, parent_ids, strict=True))
+        nesting |= {parent for parent in rest if parent_of.get(parent) in call_ids}
+    else:  # the usual few (an agent's turns): looked up one by one, in C
+        for parent in rest:
+            if parent in span_ids and parent_ids[span_ids.index(parent)] in call_ids:
+                nesting.add(parent)
+    if not nesting:
+        return []
+    return [position for position, parent in zip(calls, parents, strict=True) if parent in nesting]
+
+
+_FEW_PARENTS = 8
+
+
 def _top(position: int, at: dict[str, int], parent_ids: Sequence[str]) -> int:
     """The top span of the tree ``position`` is in."""
     seen = {position}

@@ -218,6 +218,8 @@ def to_nanos(raw: object) -> int:
             return 0
         if text.isascii() and text.isdigit():
             return _scale(int(text))
+        if text[4:5] == "-" and text[:4].isdigit():
+            return _iso_nanos(text)  # a date: no number, so no failed float() first
         try:
             return _scale(float(text))
         except ValueError:

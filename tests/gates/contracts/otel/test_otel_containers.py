@@ -37,9 +37,13 @@ def _executions(raw: object) -> list[tuple[tuple[str, ...], tuple[str, ...]]]:
     ]
 
 
+# event tables written as CSV (TruLens): read through parse_trace_text as the rest
+CSV_FILES = sorted((TESTS / "corpus" / "backends").rglob("*.csv"))
+
+
 def _readable() -> list[Path]:
     out = []
-    for path in TRACE_FILES:
+    for path in [*TRACE_FILES, *CSV_FILES]:
         try:
             _executions(parse_trace_text(path.read_text(encoding="utf-8")))
         except TraceError:
@@ -63,9 +67,9 @@ def test_trace_fields_beside_a_list_of_spans_are_refused_not_read_as_one_span():
     assert _executions({"spans": spans})[0][1] == ("get_current_time", "write_file")
     # before the fix: read as one span named "agent run", its two tool calls lost
     with pytest.raises(TraceError) as raised:
-        normalize_traces({**TRACE_FIELDS, "toolSpans": spans})
+        normalize_traces({**TRACE_FIELDS, "stepSpans": spans})
     message = str(raised.value)
-    assert "under 'toolSpans'" in message
+    assert "under 'stepSpans'" in message
     assert f"{len(spans)} span-like object(s)" in message
     assert "at top level" in message
 
@@ -184,9 +188,121 @@ def test_a_generated_span_list_wrapped_reads_as_itself_or_is_refused(tools, how,
     assert got == expected
 
 
+def _new_formats(tools: list[str]) -> dict[str, object]:
+    """One generated export per format of issue 24's section 2, calling ``tools`` in order."""
+    times = [f"2025-01-01T00:{at // 60:02d}:{at % 60:02d}Z" for at in range(len(tools) + 1)]
+    run_tree = {
+        "id": "r0",
+        "name": "agent",
+        "run_type": "chain",
+        "start_time": times[0],
+        "child_runs": [
+            {"id": f"r{at}", "name": tool, "run_type": "tool", "start_time": times[at]}
+            for at, tool in enumerate(tools, start=1)
+        ],
+    }
+    deepeval = {
+        "uuid": "t1",
+        "name": "agent run",
+        "startTime": times[0],
+        "agentSpans": [{"uuid": "a0", "name": "agent", "type": "agent", "startTime": times[0]}],
+        "toolSpans": [
+            {
+                "uuid": f"s{at}",
+                "name": tool,
+                "type": "tool",
+                "parentUuid": "a0",
+                "startTime": times[at],
+            }
+            for at, tool in enumerate(tools, start=1)
+        ],
+    }
+    agents = [
+        {
+            "object": "trace.span",
+            "id": "span_0",
+            "trace_id": "trace_1",
+            "started_at": times[0],
+            "span_data": {"type": "agent", "name": "agent"},
+        },
+    ] + [
+        {
+            "object": "trace.span",
+            "id": f"span_{at}",
+            "trace_id": "trace_1",
+            "parent_id": "span_0",
+            "started_at": times[at],
+            "span_data": {"type": "function", "name": tool},
+        }
+        for at, tool in enumerate(tools, start=1)
+    ]
+    agentops = {
+        "trace_id": "1",
+        "spans": [
+            {"span_id": "a", "span_name": "agent", "span_type": "agent", "span_attributes": {}}
+        ]
+        + [
+            {
+                "span_id": f"b{at}",
+                "parent_span_id": "a",
+                "span_name": tool,
+                "span_type": "tool",
+                "span_attributes": {"tool": {"name": tool}},
+            }
+            for at, tool in enumerate(tools, start=1)
+        ],
+    }
+    trulens = [
+        {
+            "record": {"name": "root"},
+            "trace": {"trace_id": "7", "span_id": "1", "parent_id": ""},
+            "record_attributes": {"ai.observability.span_type": "record_root"},
+            "start_timestamp": times[0],
+        }
+    ] + [
+        {
+            "record": {"name": tool},
+            "trace": {"trace_id": "7", "span_id": str(at + 1), "parent_id": "1"},
+            "record_attributes": {"ai.observability.span_type": "tool_invocation"},
+            "start_timestamp": times[at],
+        }
+        for at, tool in enumerate(tools, start=1)
+    ]
+    return {
+        "trulens": trulens,
+        "langsmith": run_tree,
+        "deepeval": deepeval,
+        "openai-agents": agents,
+        "agentops": agentops,
+        "grouped": {"traces": [agentops]},
+    }
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    tools=_span_names,
+    format_name=st.sampled_from(
+        ["langsmith", "deepeval", "openai-agents", "agentops", "grouped", "trulens"]
+    ),
+    how=_WRAPS,
+    fields=_FIELDS,
+)
+def test_a_generated_export_of_each_new_format_wrapped_reads_as_itself_or_is_refused(
+    tools, format_name, how, fields
+):
+    export = _new_formats(tools)[format_name]
+    expected = _executions(export)
+    assert expected[0][1] == tuple(tools)
+    try:
+        got = _executions(_wrap(json.loads(json.dumps(export)), how, fields))
+    except TraceError:
+        return
+    assert got == expected
+
+
 def test_canon_contract_run_refuses_a_container_read_as_a_span(tmp_path):
     trace = tmp_path / "wrapped.json"
-    trace.write_text(json.dumps({**TRACE_FIELDS, "toolSpans": _raw(OPENAI)["spans"]}))
+    trace.write_text(json.dumps({**TRACE_FIELDS, "stepSpans": _raw(OPENAI)["spans"]}))
     contract = tmp_path / "contract.yaml"
     contract.write_text(
         'name: needs-time\nversion: "1.0.0"\nconstraints:\n'
@@ -202,7 +318,7 @@ def test_canon_contract_run_refuses_a_container_read_as_a_span(tmp_path):
         check=False,
     )
     assert result.returncode == 2, result.stdout + result.stderr
-    assert "under 'toolSpans'" in result.stdout
+    assert "under 'stepSpans'" in result.stdout
     assert "0 passed, 0 failed, 0 warned, 1 unreadable" in result.stdout
 
 

@@ -17,7 +17,11 @@ from canon.gates.contracts.otel import normalize_trace
 from canon.gates.contracts.otel.attributes import KVAttributes
 from canon.gates.contracts.otel.spans import collect_spans
 from canon.gates.contracts.otel.steps import as_nanos, start_column, step_from_raw
-from canon.gates.contracts.otel.tree import in_start_order, repeated_tool_calls
+from canon.gates.contracts.otel.tree import (
+    in_start_order,
+    nested_model_calls,
+    repeated_tool_calls,
+)
 from canon.gates.contracts.otel.values import decode_kv_list, to_nanos
 
 CORPUS = Path(__file__).resolve().parents[3] / "corpus" / "traces"
@@ -56,6 +60,10 @@ def _eager_views(raw: object) -> list[str]:
         lambda at: (steps[at].start_ns, steps[at].end_ns),
     )
     for at in repeats:  # one call recorded twice counts once, on both roads
+        steps[at] = steps[at]._replace(kind="custom", payload=NO_PAYLOAD)
+    kinds = [step.kind for step in steps]
+    ids = [step.span_id for step in steps]
+    for at in nested_model_calls(kinds, ids, [step.parent_id for step in steps]):
         steps[at] = steps[at]._replace(kind="custom", payload=NO_PAYLOAD)
     return [_view(step) for step in steps]
 

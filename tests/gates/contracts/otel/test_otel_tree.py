@@ -5,7 +5,12 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from canon.gates.contracts.otel.tree import repeated_tool_calls, root_position, top_positions
+from canon.gates.contracts.otel.tree import (
+    nested_model_calls,
+    repeated_tool_calls,
+    root_position,
+    top_positions,
+)
 
 ids = st.sampled_from(["", "a", "b", "c", "d"])
 
@@ -40,3 +45,23 @@ def test_one_tree_has_one_top_and_a_forest_several() -> None:
     assert top_positions(["a", "b"], ["lost", "a"]) == [0]  # a partial export: its parent lost
     assert top_positions(["a", "b"], ["b", "a"]) == []  # a cycle: no top, the first is the root
     assert root_position(["a", "b"], ["b", "a"]) == 0
+
+
+def test_a_model_call_under_a_model_call_is_the_same_call() -> None:
+    kinds = ["agent", "model_call", "model_call", "custom", "model_call", "model_call"]
+    ids = ["a", "framework", "provider", "wrapper", "provider2", "separate"]
+    # provider under framework (child), provider2 under it through a wrapper (grandchild)
+    parents = ["", "a", "framework", "framework", "wrapper", "a"]
+    assert nested_model_calls(kinds, ids, parents) == [2, 4]
+    # two model calls side by side under the agent stay two
+    assert nested_model_calls(kinds, ids, ["", "a", "a", "a", "a", "a"]) == []
+
+
+def test_nested_model_calls_with_many_parents_read_the_same() -> None:
+    # twenty agent turns, each a framework call holding a provider call: the indexed road
+    kinds, ids, parents = ["agent"], ["root"], [""]
+    for turn in range(20):
+        kinds += ["agent", "model_call", "model_call"]
+        ids += [f"turn{turn}", f"chat{turn}", f"openai{turn}"]
+        parents += ["root", f"turn{turn}", f"chat{turn}"]
+    assert nested_model_calls(kinds, ids, parents) == [3 + 3 * turn for turn in range(20)]

@@ -14,16 +14,22 @@ from typing import Any
 
 from canon.gates.contracts.otel.formats import (
     agentcore,
+    agentops,
     datadog,
+    deepeval,
     envelope,
+    grouped,
     jaeger,
     langfuse,
+    langsmith,
     log_record,
+    openai_agents,
     otel_span,
     otlp,
     otlp_logs,
     otlp_metrics,
     span_list,
+    trulens,
     zipkin,
 )
 from canon.gates.contracts.otel.formats.base import TraceFormat, Where, held_trace
@@ -41,6 +47,12 @@ FORMATS: tuple[TraceFormat, ...] = (
     datadog.FORMAT,
     zipkin.FORMAT,
     agentcore.FORMAT,
+    langsmith.FORMAT,
+    openai_agents.FORMAT,
+    deepeval.FORMAT,
+    agentops.FORMAT,
+    grouped.FORMAT,
+    trulens.FORMAT,
     otel_span.FORMAT,
     envelope.FORMAT,
 )

@@ -41,6 +41,10 @@ class SpanSink(Protocol):
         """Lay resource attributes over the file's (later ones win)."""
         ...
 
+    def amend(self, span_id: str, change: Callable[[RawSpan], RawSpan]) -> bool:
+        """Replace the latest kept span of ``span_id`` by ``change(span)``; False if none."""
+        ...
+
     def add_otlp_spans(self, spans: list[Any], scope: str) -> None:
         """Keep a scope's OTLP JSON spans (left parsed when they are plain OTLP)."""
         ...
@@ -119,12 +123,15 @@ _TRACE_MARKS = frozenset(
         "batches",
         "traces",
         "runs",
+        "span_attributes",  # an AgentOps span row
+        "record_attributes",  # a TruLens event record
     }
 )
 # Keys that make an object (not in a list) a container of spans or runs.
 _CONTAINER_KEYS = frozenset(
     {"spans", "observations", "child_runs", "resourceSpans", "resource_spans", "batches"}
-    | {"traces", "runs", "sessionSpans"}
+    | {"traces", "runs", "sessionSpans", "post", "patch"}  # LangSmith uploads
+    | {"baseSpans", "agentSpans", "llmSpans", "retrieverSpans", "toolSpans"}  # deepeval
 )
 
 _ENVELOPE_KEYS = ("data", "result", "trace", "evaluationInput")  # an API response's wrappers

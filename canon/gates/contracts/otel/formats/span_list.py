@@ -6,13 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
+from canon.gates.contracts.otel.formats.agentops import holds_rows
 from canon.gates.contracts.otel.formats.base import SpanSink, TraceFormat, type_name
 from canon.gates.contracts.otel.formats.jaeger import is_trace
 from canon.gates.contracts.otel.formats.otel_span import read_span
 
 
 def _claims(raw: dict[str, Any]) -> bool:
-    return "spans" in raw and not is_trace(raw)
+    return "spans" in raw and not is_trace(raw) and not holds_rows(raw)
 
 
 def _read(raw: dict[str, Any], sink: SpanSink, where: str) -> None:
