@@ -241,12 +241,15 @@ def trend(decisions: Iterable[Decision], bucket: float) -> list[tuple[float, Sum
     return [(start, summarize(periods[start])) for start in sorted(periods)]
 
 
-def reservation(limit: float, spent: float, reserved: float, largest: float) -> float | None:
+def reservation(
+    limit: float, spent: float, reserved: float, largest: float, in_flight: int
+) -> float | None:
     """What the next judged trace reserves of a day's ``limit``, or None when it would not
     fit (budget-dropped). ``largest`` is the dearest trace judged so far: its cost is the
-    estimate. Before any cost is known (``largest`` 0) a trace goes alone (nothing else
-    reserved) and only while the spend is under the limit, so the day can end at most one
-    trace's cost over it; after, the estimate must fit beside what is spent and reserved."""
+    estimate. Before any cost is known (``largest`` 0) a trace goes alone (``in_flight``,
+    the traces being judged, is 0) and only while the spend is under the limit, so the day
+    ends at most one trace's cost over it; after, the estimate must fit beside what is
+    spent and reserved."""
     if largest <= 0:
-        return 0.0 if reserved <= 0 and spent < limit else None
+        return 0.0 if in_flight == 0 and spent < limit else None
     return largest if spent + reserved + largest <= limit else None

@@ -1,0 +1,205 @@
+"""Judging a monitored trace: sample it, hold it to the day's budget, ask the project's judge.
+
+Every monitor (a directory, CloudWatch, the Redis consumer group) decides a trace here, after
+its contract ran: a contract FAIL is ``gate-failed`` (no judge call), a trace outside the
+deterministic sample is ``sampled-out``, one the budget cannot take is ``budget-dropped``
+(never a pass or a failure), and the rest are judged through the project's scoring plan
+(``canon.check.plan.build_plan``: whatever judge it builds, decision models included), the
+trace's request and answer becoming the artifact's ``input`` and text. A judge that fails
+leaves the trace ``unscored`` with the cause, never a pass.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Protocol
+
+from canon.check.runner import ScoringPlan, score_artifact
+from canon.check.spend import run_usage
+from canon.core.artifact import Artifact
+from canon.core.online import (
+    DEFAULT_SALT,
+    Decision,
+    DecisionKind,
+    budget_day,
+    check_rate,
+    once_key,
+    reservation,
+    sampled,
+)
+from canon.core.scoring import ArtifactResult, plainly_violated
+from canon.core.verdict import Verdict, verdict_of
+from canon.errors import CanonError
+from canon.gates.contracts.dump import dump_contract
+from canon.gates.contracts.execution import Execution
+from canon.gates.contracts.model import Contract
+from canon.gates.contracts.model import Verdict as ContractVerdict
+
+
+class Budget(Protocol):
+    """A day's judge spend shared by whoever judges: reserve before a trace, settle after."""
+
+    def reserve(self, now: float) -> float | None:
+        """The amount reserved for one trace, or None when it would not fit today."""
+
+    def settle(self, reserved: float, spent: float, now: float) -> None:
+        """Book what the trace really cost and release its reservation."""
+
+
+@dataclass
+class LocalBudget:
+    """``--budget`` for one process (the directory and CloudWatch monitors): dollars per UTC
+    day, with ``reservation``'s rule (canon.core.online)."""
+
+    limit: float
+    day: str = ""
+    spent: float = 0.0
+    reserved: float = 0.0
+    largest: float = 0.0
+    in_flight: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def _roll(self, now: float) -> None:
+        today = budget_day(now)
+        if today != self.day:
+            self.day, self.spent = today, 0.0
+
+    def reserve(self, now: float) -> float | None:
+        with self._lock:
+            self._roll(now)
+            amount = reservation(
+                self.limit, self.spent, self.reserved, self.largest, self.in_flight
+            )
+            if amount is not None:
+                self.reserved += amount
+                self.in_flight += 1
+            return amount
+
+    def settle(self, reserved: float, spent: float, now: float) -> None:
+        with self._lock:
+            self.reserved = max(0.0, self.reserved - reserved)
+            self.in_flight -= 1
+            self._roll(now)
+            self.spent += spent
+            self.largest = max(self.largest, spent)
+
+
+@dataclass(frozen=True, slots=True)
+class Judged:
+    """A trace's decision, and the scored result behind it when the judge was asked."""
+
+    decision: Decision
+    result: ArtifactResult | None = None
+
+
+def contract_digest(contract: Contract) -> str:
+    """The SHA-256 of the contract as Canon writes it (a changed contract decides anew)."""
+    return hashlib.sha256(dump_contract(contract).encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class OnlineJudge:
+    """How a monitor judges: the plan, the sample rate and salt, and the budget."""
+
+    plan: ScoringPlan
+    rate: float = 1.0
+    salt: str = DEFAULT_SALT
+    budget: Budget | None = None
+    clock: Callable[[], float] = time.time
+
+    def __post_init__(self) -> None:
+        check_rate(self.rate)
+
+    def key(self, trace_id: str, contract: Contract) -> str:
+        """The trace's once key under this contract and the plan's constitution."""
+        return once_key(trace_id, contract_digest(contract), self.plan.constitution.digest)
+
+    def decide(self, execution: Execution, verdict: ContractVerdict) -> Judged:
+        """The decision on one trace whose contract gave ``verdict``."""
+        trace_id = execution.execution_id
+        now = self.clock()
+        if verdict.status == "fail":
+            cause = f"contract: {len(verdict.violations)} violation(s)"
+            return Judged(Decision(DecisionKind.GATE_FAILED, trace_id, now, cause=cause))
+        if not sampled(trace_id, self.rate, self.salt):
+            return Judged(Decision(DecisionKind.SAMPLED_OUT, trace_id, now))
+        text = (execution.output_text or "").strip()
+        if not text:
+            cause = "the trace records no answer (no output on its root span)"
+            return Judged(Decision(DecisionKind.UNSCORED, trace_id, now, cause=cause))
+        reserved = None
+        if self.budget is not None:
+            reserved = self.budget.reserve(now)
+            if reserved is None:
+                return Judged(Decision(DecisionKind.BUDGET_DROPPED, trace_id, now))
+        artifact = Artifact(text, id=trace_id, input=(execution.input_text or None))
+        spent = 0.0
+        try:
+            result = asyncio.run(score_artifact(self.plan, artifact))
+            spent = run_usage([result]).run.cost or 0.0
+        except CanonError as exc:  # a mis-scripted judge, a refused request: never a pass
+            cause = f"{type(exc).__name__}: {exc}"
+            return Judged(Decision(DecisionKind.UNSCORED, trace_id, self.clock(), cause=cause))
+        finally:
+            if self.budget is not None and reserved is not None:
+                self.budget.settle(reserved, spent, self.clock())
+        return Judged(_decision(result, trace_id, self.clock(), spent), result)
+
+
+def _decision(result: ArtifactResult, trace_id: str, now: float, cost: float) -> Decision:
+    if result.stopped_by is not None:
+        cause = f"{result.stopped_by}: " + "; ".join(map(str, result.reasons))
+        return Decision(DecisionKind.GATE_FAILED, trace_id, now, cause=cause, cost=cost)
+    verdict = verdict_of(result)
+    if verdict is Verdict.INCOMPLETE:
+        first = result.unscored[0]
+        cause = f"{first.error_type or 'JudgeError'}: {first.error or 'no answer'}"
+        return Decision(DecisionKind.UNSCORED, trace_id, now, cause=cause, cost=cost)
+    principles = {
+        cell.id: not plainly_violated(cell)
+        for cell in result.cells
+        if cell.question.kind == "principle" and cell.state == "answered"
+    }
+    return Decision(
+        DecisionKind.JUDGED, trace_id, now, verdict.value, result.score, principles, cost=cost
+    )
+
+
+DECISION_FIELD = "decision"  # the decision's place in an audit record
+OnJudged = Callable[[Judged, Execution], None]
+
+
+def decide_fields(
+    judge: OnlineJudge | None,
+    execution: Execution,
+    verdict: ContractVerdict,
+    on_judged: OnJudged | None,
+) -> tuple[dict[str, object], Callable[[], None] | None]:
+    """What judging adds to a trace's audit record (its decision), and the call that sends
+    its verdict onward (``on_judged``, e.g. OpenTelemetry events) when the judge was asked;
+    nothing without a judge. The monitors send it as they send an alert: once per trace."""
+    if judge is None:
+        return {}, None
+    judged = judge.decide(execution, verdict)
+    fields: dict[str, object] = {DECISION_FIELD: judged.decision.to_dict()}
+    if on_judged is None or judged.result is None:
+        return fields, None
+    return fields, lambda: on_judged(judged, execution)
+
+
+def together(*calls: Callable[[], None] | None) -> Callable[[], None] | None:
+    """One call making each of ``calls`` that is given, in order; None when none is."""
+    given = [call for call in calls if call is not None]
+    if not given:
+        return None
+
+    def run() -> None:
+        for call in given:
+            call()
+
+    return run
