@@ -73,6 +73,15 @@ def once_key(trace_id: str, contract_digest: str, constitution_digest: str) -> s
     return f"{trace_id.strip().lower()}:{contract_digest[:16]}:{constitution_digest[:16]}"
 
 
+def stream_of(trace_id: str, streams: int) -> int:
+    """Which of ``streams`` streams a trace's spans go to: by a hash of its id, so all of
+    one trace's spans reach one stream, in the order they were sent."""
+    if streams < 1:
+        raise UsageError(f"--streams {streams}: give 1 or more")
+    digest = hashlib.sha256(trace_id.strip().lower().encode()).digest()
+    return int.from_bytes(digest[:8], "big") % streams
+
+
 def budget_day(now: float) -> str:
     """The UTC day a spend belongs to (``--budget`` is dollars per UTC day)."""
     return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
@@ -251,5 +260,5 @@ def reservation(
     ends at most one trace's cost over it; after, the estimate must fit beside what is
     spent and reserved."""
     if largest <= 0:
-        return 0.0 if in_flight == 0 and spent < limit else None
+        return 0.0 if in_flight <= 0 and spent < limit else None
     return largest if spent + reserved + largest <= limit else None

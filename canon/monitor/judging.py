@@ -47,8 +47,9 @@ class Budget(Protocol):
     def reserve(self, now: float) -> float | None:
         """The amount reserved for one trace, or None when it would not fit today."""
 
-    def settle(self, reserved: float, spent: float, now: float) -> None:
-        """Book what the trace really cost and release its reservation."""
+    def settle(self, reserved: float, spent: float, reserved_at: float, now: float) -> None:
+        """Book what the trace really cost (on ``now``'s day) and release its reservation
+        (made at ``reserved_at``, on that day's account)."""
 
 
 @dataclass
@@ -67,7 +68,7 @@ class LocalBudget:
     def _roll(self, now: float) -> None:
         today = budget_day(now)
         if today != self.day:
-            self.day, self.spent = today, 0.0
+            self.day, self.spent, self.reserved, self.in_flight = today, 0.0, 0.0, 0
 
     def reserve(self, now: float) -> float | None:
         with self._lock:
@@ -80,10 +81,11 @@ class LocalBudget:
                 self.in_flight += 1
             return amount
 
-    def settle(self, reserved: float, spent: float, now: float) -> None:
+    def settle(self, reserved: float, spent: float, reserved_at: float, now: float) -> None:
         with self._lock:
-            self.reserved = max(0.0, self.reserved - reserved)
-            self.in_flight -= 1
+            if budget_day(reserved_at) == self.day:  # else the day rolled: nothing is held
+                self.reserved = max(0.0, self.reserved - reserved)
+                self.in_flight = max(0, self.in_flight - 1)
             self._roll(now)
             self.spent += spent
             self.largest = max(self.largest, spent)
@@ -95,6 +97,9 @@ class Judged:
 
     decision: Decision
     result: ArtifactResult | None = None
+
+
+NO_CONTRACT = "0" * 64  # the contract digest of a monitor that runs no contract
 
 
 def contract_digest(contract: Contract) -> str:
@@ -115,15 +120,16 @@ class OnlineJudge:
     def __post_init__(self) -> None:
         check_rate(self.rate)
 
-    def key(self, trace_id: str, contract: Contract) -> str:
+    def key(self, trace_id: str, contract: Contract | None) -> str:
         """The trace's once key under this contract and the plan's constitution."""
-        return once_key(trace_id, contract_digest(contract), self.plan.constitution.digest)
+        digest = NO_CONTRACT if contract is None else contract_digest(contract)
+        return once_key(trace_id, digest, self.plan.constitution.digest)
 
-    def decide(self, execution: Execution, verdict: ContractVerdict) -> Judged:
-        """The decision on one trace whose contract gave ``verdict``."""
+    def decide(self, execution: Execution, verdict: ContractVerdict | None) -> Judged:
+        """The decision on one trace whose contract gave ``verdict`` (None: no contract)."""
         trace_id = execution.execution_id
         now = self.clock()
-        if verdict.status == "fail":
+        if verdict is not None and verdict.status == "fail":
             cause = f"contract: {len(verdict.violations)} violation(s)"
             return Judged(Decision(DecisionKind.GATE_FAILED, trace_id, now, cause=cause))
         if not sampled(trace_id, self.rate, self.salt):
@@ -147,7 +153,7 @@ class OnlineJudge:
             return Judged(Decision(DecisionKind.UNSCORED, trace_id, self.clock(), cause=cause))
         finally:
             if self.budget is not None and reserved is not None:
-                self.budget.settle(reserved, spent, self.clock())
+                self.budget.settle(reserved, spent, now, self.clock())
         return Judged(_decision(result, trace_id, self.clock(), spent), result)
 
 
@@ -177,7 +183,7 @@ OnJudged = Callable[[Judged, Execution], None]
 def decide_fields(
     judge: OnlineJudge | None,
     execution: Execution,
-    verdict: ContractVerdict,
+    verdict: ContractVerdict | None,
     on_judged: OnJudged | None,
 ) -> tuple[dict[str, object], Callable[[], None] | None]:
     """What judging adds to a trace's audit record (its decision), and the call that sends

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from pathlib import Path
 from typing import Any
 
-EXAMPLE_TRACE = (
-    Path(__file__).resolve().parents[2] / "examples" / "traces" / "duplicate-charge.json"
-)
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
+EXAMPLE_TRACE = EXAMPLES / "traces" / "duplicate-charge.json"
 _TEMPLATE: dict[str, Any] = json.loads(EXAMPLE_TRACE.read_text())
 
 
@@ -40,3 +40,36 @@ def trace_document(ident: str, answer: str | None = None, *, skip_lookup: bool =
 def spans_of(document: dict) -> list[dict]:
     """The document's spans (root first)."""
     return list(document["resourceSpans"][0]["scopeSpans"][0]["spans"])
+
+
+def _attribute_value(value: dict) -> Any:
+    for kind in ("stringValue", "boolValue", "doubleValue"):
+        if kind in value:
+            return value[kind]
+    if "intValue" in value:
+        return int(value["intValue"])
+    raise ValueError(f"unexpected attribute value {value}")
+
+
+def emit_example(tracer: Any, answer: str | None = None) -> str:
+    """Record the example trace's spans through an OpenTelemetry SDK ``tracer`` (its
+    exporter sends them); returns the new trace's id in hex."""
+    from opentelemetry import trace
+
+    spans = spans_of(trace_document("0" * 32, answer))
+    base = time.time_ns() - 5_000_000_000
+    offset = int(spans[0]["startTimeUnixNano"])
+    opened: dict[str, Any] = {}
+    for span in spans:  # the root first, then its children (the example is one level deep)
+        parent = opened.get(span.get("parentSpanId", ""))
+        context = None if parent is None else trace.set_span_in_context(parent)
+        attributes = {a["key"]: _attribute_value(a["value"]) for a in span["attributes"]}
+        opened[span["spanId"]] = tracer.start_span(
+            span["name"],
+            context=context,
+            attributes=attributes,
+            start_time=base + int(span["startTimeUnixNano"]) - offset,
+        )
+    for span in reversed(spans):  # children end first, the root last (as exporters see it)
+        opened[span["spanId"]].end(end_time=base + int(span["endTimeUnixNano"]) - offset)
+    return f"{opened[spans[0]['spanId']].get_span_context().trace_id:032x}"

@@ -1,0 +1,219 @@
+"""The Redis Streams engine end to end: OTLP in through ingest (an SDK exporter and OTLP
+JSON), workers as real processes, records effectively once across a SIGKILL, late spans,
+the shared budget, and the report."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import urllib.error
+import urllib.request
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from canon.monitor.ingest import make_server
+from canon.monitor.streams import Keys, RedisBudget, Worker, connect, read_records
+
+from support.cli import copy_example, run_canon
+from support.online import EXAMPLES, emit_example, spans_of, trace_document, trace_id
+
+CONTRACT = str(EXAMPLES / "contract.yaml")
+
+
+@pytest.fixture
+def ingest(redis_url: str) -> Iterator[str]:
+    """An ingest endpoint (in this process) feeding 2 streams; yields its traces URL."""
+    server = make_server(connect(redis_url), Keys(), 2, "127.0.0.1", 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1/traces"
+    server.shutdown()
+    server.server_close()
+
+
+def _post(url: str, body: bytes, content_type: str) -> tuple[int, bytes]:
+    request = urllib.request.Request(url, body, {"Content-Type": content_type})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as reply:
+            return reply.status, reply.read()
+    except urllib.error.HTTPError as error:
+        return error.code, error.read()
+
+
+def _send_sdk(url: str, count: int) -> list[str]:
+    """``count`` example traces through the OpenTelemetry SDK's OTLP/HTTP protobuf exporter."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import BatchSpanProcessor
+
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=url)))
+    tracer = provider.get_tracer("billing-agent")
+    ids = [emit_example(tracer) for _ in range(count)]
+    provider.force_flush()
+    provider.shutdown()
+    return ids
+
+
+def _worker(project: Path, url: str, *extra: str) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [
+            sys.executable, "-m", "canon", "monitor", "worker", "--redis", url,
+            "--streams", "2", "--contract", CONTRACT, "--settle", "0.3", "--claim-idle", "0.5",
+            "--lease", "1", "--exit-when-idle", "1.5", *extra,
+        ],
+        cwd=project,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )  # fmt: skip
+
+
+def _decisions(url: str) -> list[dict[str, Any]]:
+    return [r for r in read_records(connect(url), Keys()) if "decision" in r]
+
+
+def test_traces_from_an_sdk_exporter_and_otlp_json_are_judged_once_by_two_workers(
+    tmp_path: Path, redis_url: str, ingest: str
+) -> None:
+    project = copy_example(tmp_path)
+    ids = _send_sdk(ingest, 6)
+    document = trace_document(trace_id(99))
+    status, _ = _post(ingest, json.dumps(document).encode(), "application/json")
+    assert status == 200
+    workers = [_worker(project, redis_url, "--judge") for _ in range(2)]
+    for process in workers:
+        _, err = process.communicate(timeout=60)
+        assert process.returncode == 0, err
+    decisions = _decisions(redis_url)
+    assert Counter(r["trace_id"] for r in decisions) == Counter([*ids, trace_id(99)])
+    assert {r["decision"]["kind"] for r in decisions} == {"judged"}
+    assert {r["verdict"]["status"] for r in decisions} == {"pass"}
+    result = run_canon(
+        project, "monitor", "report", "--redis", redis_url, "--html", str(tmp_path / "t.html")
+    )
+    assert result.returncode == 0, result.stderr
+    assert "7 trace(s) decided: 0 sampled-out, 7 judged" in result.stdout
+    assert "P1 held: 100.0% (7/7" in result.stdout
+    assert (tmp_path / "t.html").read_text().count("<svg") == 5  # canon rate + 4 principles
+
+
+def test_a_worker_killed_mid_batch_loses_and_repeats_nothing(
+    tmp_path: Path, redis_url: str, ingest: str
+) -> None:
+    project = copy_example(tmp_path)
+    ids = [trace_id(n) for n in range(60)]
+    for ident in ids:
+        body = json.dumps(trace_document(ident, skip_lookup=int(ident[-1], 16) % 3 == 0))
+        assert _post(ingest, body.encode(), "application/json")[0] == 200
+    victim = _worker(project, redis_url, "--judge", "--name", "victim")
+    client = connect(redis_url)
+    deadline = time.monotonic() + 30
+    while client.xlen(Keys().records) < 5 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    os.kill(victim.pid, signal.SIGKILL)
+    victim.wait()
+    assert client.xlen(Keys().records) < len(ids)  # killed with work left
+    survivors = [_worker(project, redis_url, "--judge") for _ in range(2)]
+    for process in survivors:
+        _, err = process.communicate(timeout=60)
+        assert process.returncode == 0, err
+    decisions = _decisions(redis_url)
+    counted = Counter(r["trace_id"] for r in decisions)
+    assert set(counted) == set(ids) and max(counted.values()) == 1
+    kinds = Counter(r["decision"]["kind"] for r in decisions)
+    assert kinds["gate-failed"] == sum(int(i[-1], 16) % 3 == 0 for i in ids)
+
+
+def test_a_span_after_the_decision_is_recorded_late_and_never_judged_again(
+    tmp_path: Path, redis_url: str, ingest: str
+) -> None:
+    project = copy_example(tmp_path)
+    document = trace_document(trace_id(5))
+    assert _post(ingest, json.dumps(document).encode(), "application/json")[0] == 200
+    first = _worker(project, redis_url, "--judge")
+    assert first.wait(timeout=60) == 0
+    late = trace_document(trace_id(5))
+    scope = late["resourceSpans"][0]["scopeSpans"][0]
+    scope["spans"] = spans_of(late)[1:2]
+    assert _post(ingest, json.dumps(late).encode(), "application/json")[0] == 200
+    second = _worker(project, redis_url, "--judge")
+    assert second.wait(timeout=60) == 0
+    kinds = [r["decision"]["kind"] for r in _decisions(redis_url)]
+    assert kinds == ["judged", "late"]
+
+
+def test_an_entry_handled_twice_makes_one_record(redis_url: str) -> None:
+    client = connect(redis_url)
+    keys = Keys("twice")
+    worker = Worker(client, keys, 1, settle=0, settle_max=60)
+    worker.join()
+    ident = trace_id(7)
+    doc = json.dumps(trace_document(ident))
+    client.xadd(keys.stream(0), {"trace": ident, "doc": doc, "root": "1"})
+    worker.step()
+    assert worker.decide(ident) is False  # decided in step(); once more changes nothing
+    assert len(read_records(client, keys)) == 1
+    # the worker died after recording, before finishing: its successor records nothing new
+    client.rpush(keys.spans(ident), doc)
+    assert worker.decide(ident) is False
+    assert len(read_records(client, keys)) == 1
+
+
+def test_the_shared_budget_lets_one_unpriced_trace_through_then_prices_by_the_dearest(
+    redis_url: str,
+) -> None:
+    client = connect(redis_url)
+    one, two = RedisBudget(client, Keys("b"), 1.0), RedisBudget(client, Keys("b"), 1.0)
+    now = 1_800_000_000.0
+    assert one.reserve(now) == 0.0
+    assert two.reserve(now) is None  # the first cost is not known yet: one at a time
+    one.settle(0.0, 0.4, now, now)
+    assert two.reserve(now) == 0.4
+    assert one.reserve(now) is None  # 0.4 spent + 0.4 reserved + 0.4 > 1.0
+    two.settle(0.4, 0.4, now, now)
+    assert one.spent(now) == pytest.approx(0.8)
+    # a new UTC day, a new budget; a trace reserved yesterday is released on yesterday's
+    assert one.reserve(now + 86_400) == 0.0
+    one.settle(0.0, 0.3, now + 86_400, now + 86_400)
+    assert two.reserve(now + 86_400) == 0.3
+    assert two.reserve(now + 86_400) == 0.3
+    assert two.reserve(now + 86_400) is None  # 0.3 + 0.6 reserved + 0.3 > 1.0
+    one.settle(0.3, 0.3, now + 86_400, now + 2 * 86_400)
+    assert one.spent(now + 2 * 86_400) == pytest.approx(0.3)
+
+
+@pytest.mark.parametrize(
+    ("body", "content_type", "words"),
+    [
+        (b"{", "application/json", "not JSON"),
+        (b'{"resourceSpans": [{"scopeSpans": [{"spans": [{"traceId": "zz"}]}]}]}',
+         "application/json", "not hex"),
+        (b"\xff\xff\xff", "application/x-protobuf", "cannot decode"),
+        (b"x", "text/plain", "send application/x-protobuf or application/json"),
+    ],
+)  # fmt: skip
+def test_a_body_that_is_no_otlp_export_is_answered_400_with_the_reason(
+    ingest: str, body: bytes, content_type: str, words: str
+) -> None:
+    status, reply = _post(ingest, body, content_type)
+    assert status == 400 and words in reply.decode()
+
+
+def test_an_unreachable_redis_is_exit_2_naming_it(tmp_path: Path) -> None:
+    from support.redis_server import free_port
+
+    url = f"redis://127.0.0.1:{free_port()}/0"
+    for command in ("worker", "report", "ingest"):
+        result = run_canon(tmp_path, "monitor", command, "--redis", url)
+        assert result.returncode == 2
+        assert f"--redis {url}: cannot reach Redis" in result.stderr
