@@ -98,10 +98,11 @@ def _plot(title: str, points: Sequence[tuple[float, Rate]]) -> str:
             f'<circle cx="{to_x(start):.1f}" cy="{to_y(rate.rate or 0):.1f}" r="3" fill="#08519c">'
             f"<title>{_when(start)}: {html.escape(_share(rate))}</title></circle>"
         )
-    for start in {first, last}:
+    ends = [(first, "start")] if first == last else [(first, "start"), (last, "end")]
+    for start, anchor in ends:  # anchored inward, so neither date is cut at the edge
         parts.append(
-            f'<text x="{to_x(start):.1f}" y="{_HEIGHT - 10}" font-size="10" text-anchor="middle">'
-            f"{_when(start)}</text>"
+            f'<text x="{to_x(start):.1f}" y="{_HEIGHT - 10}" font-size="10" '
+            f'text-anchor="{anchor}">{_when(start)} UTC</text>'
         )
     parts.append("</svg>")
     return "".join(parts)
