@@ -26,6 +26,7 @@ The day's budget is a Redis hash per UTC day, changed in optimistic transactions
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -511,20 +512,46 @@ def merge_documents(documents: Sequence[str]) -> dict[str, Any]:
     return {"resourceSpans": resource_spans}
 
 
+DEFAULT_RECONNECT = 60.0  # seconds a worker waits for a Redis that went away
+
+
 def run_worker(
     worker: Worker,
     *,
     stop: Callable[[], bool] | None = None,
     max_steps: int | None = None,
+    reconnect: float = DEFAULT_RECONNECT,
+    sleep: Callable[[float], None] = time.sleep,
 ) -> WorkerStats:
-    """Join the group and work until ``stop()``, ``max_steps`` steps, or Ctrl-C."""
+    """Join the group and work until ``stop()``, ``max_steps`` steps, or Ctrl-C. A Redis
+    that goes away (a restart) is waited for, retrying with a growing pause, for up to
+    ``reconnect`` seconds; then a ``RedisUnavailableError``."""
+    import redis
+
     worker.join()
     steps = 0
+    lost: float | None = None
     try:
         while True:
-            worker.step()
-            steps += 1
-            if (max_steps is not None and steps >= max_steps) or (stop is not None and stop()):
+            try:
+                worker.step()
+                steps += 1
+                done = (max_steps is not None and steps >= max_steps) or (
+                    stop is not None and stop()
+                )
+                lost = None
+            except (redis.ConnectionError, redis.TimeoutError, redis.BusyLoadingError) as exc:
+                now = time.monotonic()
+                lost = now if lost is None else lost
+                if now - lost >= reconnect:
+                    raise RedisUnavailableError(
+                        f"Redis went away and did not come back within {reconnect:g} s: {exc}"
+                    ) from None
+                sleep(min(2.0, 0.1 + (now - lost) / 4))
+                with contextlib.suppress(redis.RedisError):
+                    worker.join()  # a Redis restarted without its data needs the group again
+                continue
+            if done:
                 return worker.stats
     except KeyboardInterrupt:
         worker.stats.interrupted = True

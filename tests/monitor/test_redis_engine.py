@@ -217,3 +217,41 @@ def test_an_unreachable_redis_is_exit_2_naming_it(tmp_path: Path) -> None:
         result = run_canon(tmp_path, "monitor", command, "--redis", url)
         assert result.returncode == 2
         assert f"--redis {url}: cannot reach Redis" in result.stderr
+
+
+def test_a_worker_waits_out_a_redis_restart_and_loses_nothing_acknowledged(
+    tmp_path: Path,
+) -> None:
+    from support.redis_server import free_port, missing_reason, start_redis
+
+    reason = missing_reason()
+    if reason is not None:
+        pytest.skip(reason)
+    project = copy_example(tmp_path)
+    port, data = free_port(), tmp_path / "redis"
+    url = f"redis://127.0.0.1:{port}/0"
+    server = start_redis(data, port)
+    client = connect(url)
+    keys = Keys()
+    try:
+        for n in range(4):
+            doc = json.dumps(trace_document(trace_id(n)))
+            client.xadd(keys.stream(0), {"trace": trace_id(n), "doc": doc, "root": "1"})
+        worker = _worker(project, url, "--streams", "1", "--exit-when-idle", "4")
+        deadline = time.monotonic() + 30
+        while client.xlen(keys.records) < 4 and time.monotonic() < deadline:
+            time.sleep(0.02)
+        server.kill()  # SIGKILL: the append-only file (fsync always) is all that survives
+        server.wait()
+        time.sleep(0.5)
+        server = start_redis(data, port)
+        for n in range(4, 8):
+            doc = json.dumps(trace_document(trace_id(n)))
+            client.xadd(keys.stream(0), {"trace": trace_id(n), "doc": doc, "root": "1"})
+        _, err = worker.communicate(timeout=60)
+        assert worker.returncode == 0, err
+        counted = Counter(r["trace_id"] for r in read_records(client, keys))
+        assert counted == Counter(trace_id(n) for n in range(8))
+    finally:
+        server.kill()
+        server.wait()

@@ -30,13 +30,11 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-@contextmanager
-def running_redis(directory: Path, *, fsync: str = "always") -> Iterator[str]:
-    """Serve Redis (append-only file, fsync ``fsync``) until the block ends; yields its URL."""
+def start_redis(directory: Path, port: int, fsync: str = "always") -> subprocess.Popen[bytes]:
+    """A redis-server on ``port`` (append-only file in ``directory``), answering PING."""
     import redis
 
     directory.mkdir(parents=True, exist_ok=True)
-    port = free_port()
     server = subprocess.Popen(
         [
             "redis-server", "--port", str(port), "--bind", "127.0.0.1", "--dir", str(directory),
@@ -45,19 +43,25 @@ def running_redis(directory: Path, *, fsync: str = "always") -> Iterator[str]:
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )  # fmt: skip
-    url = f"redis://127.0.0.1:{port}/0"
     deadline = time.monotonic() + 20
     while True:
         try:
-            redis.Redis.from_url(url).ping()
-            break
+            redis.Redis(port=port).ping()
+            return server
         except redis.RedisError:
             if time.monotonic() > deadline or server.poll() is not None:
                 server.kill()
                 raise RuntimeError("redis-server did not start") from None
             time.sleep(0.05)
+
+
+@contextmanager
+def running_redis(directory: Path, *, fsync: str = "always") -> Iterator[str]:
+    """Serve Redis (append-only file, fsync ``fsync``) until the block ends; yields its URL."""
+    port = free_port()
+    server = start_redis(directory, port, fsync)
     try:
-        yield url
+        yield f"redis://127.0.0.1:{port}/0"
     finally:
         server.terminate()
         server.wait(timeout=10)
