@@ -30,8 +30,9 @@ import contextlib
 import json
 import os
 import socket
+import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
@@ -173,6 +174,13 @@ end
 return redis.call('XACK', KEYS[7], ARGV[5], ARGV[6])
 """
 
+_RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+end
+return 0
+"""
+
 _RECORD = """
 local new = redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[3])
 if new == 1 then redis.call('XADD', KEYS[3], '*', 'record', ARGV[3]) end
@@ -282,6 +290,7 @@ class Worker:
     def __post_init__(self) -> None:
         self._file = self.client.register_script(_FILE)
         self._record = self.client.register_script(_RECORD)
+        self._renew = self.client.register_script(_RENEW)
         digest = NO_CONTRACT if self.contract is None else contract_digest(self.contract)
         self._contract_digest = digest
         self._cursors = {self.keys.stream(i): "0-0" for i in range(self.streams)}
@@ -388,26 +397,54 @@ class Worker:
         return ready
 
     def decide_settled(self) -> int:
-        """Decide every settled trace this worker can lease; how many it decided."""
-        leased = [
-            trace_id
-            for trace_id in self.settled_traces()
-            if self.client.set(
-                self.keys.lease(trace_id), self.name, nx=True, px=int(self.lease * 1000)
-            )
-        ]
-        if not leased:
+        """Decide the settled traces this worker can lease (a few per thread, so no lease
+        runs out while its trace waits in this worker's queue); how many it decided."""
+        ready = self.settled_traces(limit=self.concurrency * 4 if self.judge else 256)
+        if not ready:
             return 0
-        if self.concurrency > 1 and len(leased) > 1 and self.judge is not None:
-            with ThreadPoolExecutor(min(self.concurrency, len(leased))) as pool:
-                list(pool.map(self.decide, leased))
+        if self.concurrency > 1 and len(ready) > 1 and self.judge is not None:
+            with ThreadPoolExecutor(min(self.concurrency, len(ready))) as pool:
+                decided = list(pool.map(self.decide, ready))
         else:
-            for trace_id in leased:
-                self.decide(trace_id)
-        return len(leased)
+            decided = [self.decide(trace_id) for trace_id in ready]
+        return sum(result is not None for result in decided)
 
-    def decide(self, trace_id: str) -> bool:
-        """Decide one leased trace and record it; True when this made its record."""
+    def decide(self, trace_id: str) -> bool | None:
+        """Lease one settled trace, decide it and record it: True when this made its
+        record, False when it was recorded before, None when another worker has it (or
+        finished it since the scan)."""
+        lease = self.keys.lease(trace_id)
+        if not self.client.set(lease, self.name, nx=True, px=int(self.lease * 1000)):
+            return None
+        if not self.client.exists(self.keys.meta(trace_id)):
+            self.client.delete(lease)  # finished by another worker since the scan
+            return None
+        if self.judge is None:
+            return self._decide(trace_id)  # a contract takes milliseconds: no renewal
+        with self._holding(lease):
+            return self._decide(trace_id)
+
+    @contextlib.contextmanager
+    def _holding(self, lease: str) -> Iterator[None]:
+        """Renew the lease every third of its time while this worker works on the trace:
+        a slow judge never lets it run out under a live worker; a dead one's runs out."""
+        done = threading.Event()
+        period = self.lease / 3
+
+        def renew() -> None:
+            while not done.wait(period):
+                with contextlib.suppress(Exception):  # a Redis hiccup: the next try renews
+                    self._renew(keys=[lease], args=[self.name, int(self.lease * 1000)])
+
+        beat = threading.Thread(target=renew, daemon=True)
+        beat.start()
+        try:
+            yield
+        finally:
+            done.set()
+            beat.join()
+
+    def _decide(self, trace_id: str) -> bool:
         documents = self.client.lrange(self.keys.spans(trace_id), 0, -1)
         key = self._once_key(trace_id)
         if self.client.hexists(self.keys.done, key):

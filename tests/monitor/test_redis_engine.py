@@ -161,11 +161,16 @@ def test_an_entry_handled_twice_makes_one_record(redis_url: str) -> None:
     doc = json.dumps(trace_document(ident))
     client.xadd(keys.stream(0), {"trace": ident, "doc": doc, "root": "1"})
     worker.step()
-    assert worker.decide(ident) is False  # decided in step(); once more changes nothing
+    assert worker.decide(ident) is None  # decided in step(): nothing left to decide
     assert len(read_records(client, keys)) == 1
-    # the worker died after recording, before finishing: its successor records nothing new
+    # as if the worker died after recording, before finishing: its successor (once the
+    # lease ran out) finishes the trace without a second record
     client.rpush(keys.spans(ident), doc)
+    client.hset(keys.meta(ident), mapping={"first": "1", "last": "1", "root": "1"})
+    client.set(keys.lease(ident), "dead", px=1)
+    time.sleep(0.01)
     assert worker.decide(ident) is False
+    assert not client.exists(keys.meta(ident), keys.spans(ident))
     assert len(read_records(client, keys)) == 1
 
 
@@ -255,3 +260,46 @@ def test_a_worker_waits_out_a_redis_restart_and_loses_nothing_acknowledged(
     finally:
         server.kill()
         server.wait()
+
+
+def test_two_workers_never_judge_one_trace_twice_while_it_waits_in_a_queue(
+    tmp_path: Path, redis_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from canon.check.plan import build_plan
+    from canon.monitor.judging import OnlineJudge
+    from canon.project.config import load_config
+
+    from support.helper_modules import load_helper
+    from support.model_judge import MODEL_JUDGE, model_env, model_project
+
+    fake_llm_server = load_helper("judge/fake_llm_server.py")
+    project = model_project(tmp_path, MODEL_JUDGE + "judge_cache: false\n")
+    client = connect(redis_url)
+    keys = Keys("queue")
+    ids = [trace_id(n) for n in range(12)]
+    with fake_llm_server.running_fake_llm() as fake:
+        fake.script("contradict any part", "ANSWER: no")
+        fake.script("", "ANSWER: yes")
+        fake.latency = 0.15  # each trace takes ~0.15 s; 12 traces on 2 threads ~0.9 s
+        for name, value in model_env(fake.base_url).items():
+            monkeypatch.setenv(name, value)
+        judge = OnlineJudge(build_plan(load_config(cwd=project)))
+        workers = [
+            Worker(client, keys, 1, judge=judge, settle=0, lease=0.4, concurrency=2, name=n)
+            for n in ("a", "b")
+        ]
+        workers[0].join()
+        for ident in ids:
+            doc = json.dumps(trace_document(ident, f"Refunded. Reference {ident}."))
+            client.xadd(keys.stream(0), {"trace": ident, "doc": doc, "root": "1"})
+        workers[0].step()  # files every entry (and decides what it can)
+        threads = [threading.Thread(target=w.decide_settled) for w in workers]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        asked = Counter(
+            ident for body in fake.requests for ident in ids if ident in json.dumps(body)
+        )
+    assert len(read_records(client, keys)) == len(ids)
+    assert len(set(asked.values())) == 1  # every trace asked the same questions, once each
