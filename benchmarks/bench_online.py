@@ -303,7 +303,10 @@ def throughput(args: argparse.Namespace) -> None:
     from canon.monitor.streams import append_spans
 
     rng = random.Random(3)
-    with tempfile.TemporaryDirectory() as tmp, running_redis(Path(tmp) / "redis") as url:
+    with (
+        tempfile.TemporaryDirectory() as tmp,
+        running_redis(Path(tmp) / "redis", fsync=args.fsync) as url,
+    ):
         client = connect(url)
         plain = project_with(Path(tmp) / "plain", MODEL_JUDGE + "judge_cache: false\n")
         # the ingest endpoint alone: OTLP JSON decoded by opentelemetry-proto, split, XADDed
@@ -318,7 +321,7 @@ def throughput(args: argparse.Namespace) -> None:
             script_judge(fake)
             fake.latency = 0.4
             env = model_env(fake.base_url)
-            for judged in (False, True):
+            for judged in (True,) if args.judge_only else (False, True):
                 for count in (1, 2, 4):
                     prefix = f"tp{int(judged)}{count}"
                     keys = Keys(prefix)
@@ -362,6 +365,8 @@ def main() -> None:
     three.add_argument("--seed", type=int, default=2)
     four = sub.add_parser("throughput")
     four.add_argument("--traces", type=int, default=1000)
+    four.add_argument("--fsync", choices=("always", "everysec"), default="always")
+    four.add_argument("--judge-only", action="store_true", help="skip the contracts-only runs")
     args = parser.parse_args()
     {"crash": crash, "sample": sample, "budget": budget, "throughput": throughput}[args.mode](args)
 

@@ -33,7 +33,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +44,7 @@ from canon.core.online import (
     DecisionKind,
     budget_day,
     reservation,
+    sampled,
     settled,
     stream_of,
 )
@@ -294,6 +295,8 @@ class Worker:
         digest = NO_CONTRACT if self.contract is None else contract_digest(self.contract)
         self._contract_digest = digest
         self._cursors = {self.keys.stream(i): "0-0" for i in range(self.streams)}
+        self._inflight: dict[str, Future[bool | None]] = {}
+        self._pool: ThreadPoolExecutor | None = None
 
     def join(self) -> None:
         """Create the group on every stream (idempotent: an existing group is kept)."""
@@ -321,7 +324,8 @@ class Worker:
             self.name,
             dict.fromkeys(self._cursors, ">"),
             count=self.batch,
-            block=max(1, int(self.block * 1000)),
+            # judging in flight: look again soon, to file and decide what comes meanwhile
+            block=max(1, int((0.02 if self._inflight else self.block) * 1000)),
         )
         for stream, entries in read or ():
             filed += self._file_entries(stream, entries)
@@ -397,17 +401,51 @@ class Worker:
         return ready
 
     def decide_settled(self) -> int:
-        """Decide the settled traces this worker can lease (a few per thread, so no lease
-        runs out while its trace waits in this worker's queue); how many it decided."""
-        ready = self.settled_traces(limit=self.concurrency * 4 if self.judge else 256)
-        if not ready:
-            return 0
-        if self.concurrency > 1 and len(ready) > 1 and self.judge is not None:
-            with ThreadPoolExecutor(min(self.concurrency, len(ready))) as pool:
-                decided = list(pool.map(self.decide, ready))
-        else:
-            decided = [self.decide(trace_id) for trace_id in ready]
-        return sum(result is not None for result in decided)
+        """Decide the settled traces: those the sample leaves out here and now, those it
+        picks on the judging threads (``concurrency`` at once, while this loop goes on
+        reading); how many were started or decided."""
+        self._reap()
+        started = 0
+        for trace_id in self.settled_traces():
+            if trace_id in self._inflight:
+                continue
+            judge = self.judge
+            if judge is not None and sampled(trace_id, judge.rate, judge.salt):
+                if len(self._inflight) >= 2 * self.concurrency:
+                    continue  # a short queue: its lease is taken only when a thread starts
+                self._inflight[trace_id] = self._judging().submit(self.decide, trace_id)
+                started += 1
+            elif self.decide(trace_id) is not None:
+                started += 1
+        return started
+
+    def _judging(self) -> ThreadPoolExecutor:
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.concurrency, thread_name_prefix="canon-judge")
+        return self._pool
+
+    def _reap(self) -> None:
+        """Forget finished judging; a thread's error is raised here, never swallowed."""
+        for trace_id, future in list(self._inflight.items()):
+            if future.done():
+                del self._inflight[trace_id]
+                future.result()
+
+    @property
+    def busy(self) -> bool:
+        """Whether traces are being judged on this worker's threads."""
+        return bool(self._inflight)
+
+    def drain(self) -> None:
+        """Wait for every trace being judged, then stop the judging threads."""
+        try:
+            for future in list(self._inflight.values()):
+                future.result()
+        finally:
+            self._inflight.clear()
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
 
     def decide(self, trace_id: str) -> bool | None:
         """Lease one settled trace, decide it and record it: True when this made its
@@ -560,7 +598,8 @@ def run_worker(
     reconnect: float = DEFAULT_RECONNECT,
     sleep: Callable[[float], None] = time.sleep,
 ) -> WorkerStats:
-    """Join the group and work until ``stop()``, ``max_steps`` steps, or Ctrl-C. A Redis
+    """Join the group and work until ``stop()``, ``max_steps`` steps, or Ctrl-C (the
+    traces being judged are finished and recorded first). A Redis
     that goes away (a restart) is waited for, retrying with a growing pause, for up to
     ``reconnect`` seconds; then a ``RedisUnavailableError``."""
     import redis
@@ -593,6 +632,8 @@ def run_worker(
     except KeyboardInterrupt:
         worker.stats.interrupted = True
         return worker.stats
+    finally:
+        worker.drain()  # the traces being judged are recorded before the worker ends
 
 
 def read_records(client: Any, keys: Keys, batch: int = 1000) -> list[dict[str, Any]]:
