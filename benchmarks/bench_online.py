@@ -28,6 +28,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import signal
 import subprocess
 import sys
@@ -308,7 +309,10 @@ def throughput(args: argparse.Namespace) -> None:
         running_redis(Path(tmp) / "redis", fsync=args.fsync) as url,
     ):
         client = connect(url)
-        plain = project_with(Path(tmp) / "plain", MODEL_JUDGE + "judge_cache: false\n")
+        plain = project_with(
+            Path(tmp) / "plain",
+            MODEL_JUDGE + f"judge_cache: false\nconcurrency: {args.judge_concurrency}\n",
+        )
         # the ingest endpoint alone: OTLP JSON decoded by opentelemetry-proto, split, XADDed
         ids = [ident_of(rng) for _ in range(args.traces)]
         with ingest(url, "ingest") as endpoint:
@@ -331,6 +335,7 @@ def throughput(args: argparse.Namespace) -> None:
                         for i in ids
                     ]
                     flags = ("--judge", "--sample", "0.05") if judged else ()
+                    before = resource.getrusage(resource.RUSAGE_CHILDREN)
                     workers = [start_worker(plain, url, prefix, env, *flags) for _ in range(count)]
                     time.sleep(2.5)  # the workers start (python and imports) before the clock
                     started = time.monotonic()
@@ -339,12 +344,15 @@ def throughput(args: argparse.Namespace) -> None:
                     finish(workers)
                     calls = len(fake.requests)
                     fake.requests.clear()
+                    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+                    cpu = (after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime)
                     # the settle window (0.2 s) is part of every trace's path
                     print(
                         f"workers, {'judge 0.4 s at 5 %' if judged else 'contracts only':<18} "
                         f"{count} worker(s): {len(ids)} traces from the streams to their "
                         f"records in {ended - started:.2f} s = "
-                        f"{len(ids) / (ended - started):.0f} traces/s ({calls} judge calls)",
+                        f"{len(ids) / (ended - started):.0f} traces/s ({calls} judge calls; "
+                        f"the workers used {cpu:.1f} CPU s, start-up and idle exit included)",
                         flush=True,
                     )
 
@@ -367,6 +375,9 @@ def main() -> None:
     four.add_argument("--traces", type=int, default=1000)
     four.add_argument("--fsync", choices=("always", "everysec"), default="always")
     four.add_argument("--judge-only", action="store_true", help="skip the contracts-only runs")
+    four.add_argument(
+        "--judge-concurrency", type=int, default=8, help="canon.yaml's concurrency (calls)"
+    )
     args = parser.parse_args()
     {"crash": crash, "sample": sample, "budget": budget, "throughput": throughput}[args.mode](args)
 

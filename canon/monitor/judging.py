@@ -15,9 +15,9 @@ import asyncio
 import hashlib
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol, TypeVar
 
 from canon.check.runner import ScoringPlan, score_artifact
 from canon.check.spend import run_usage
@@ -39,6 +39,9 @@ from canon.gates.contracts.dump import dump_contract
 from canon.gates.contracts.execution import Execution
 from canon.gates.contracts.model import Contract
 from canon.gates.contracts.model import Verdict as ContractVerdict
+from canon.judge.concurrency import AdaptiveLimiter
+
+T = TypeVar("T")
 
 
 class Budget(Protocol):
@@ -107,6 +110,33 @@ def contract_digest(contract: Contract) -> str:
     return hashlib.sha256(dump_contract(contract).encode("utf-8")).hexdigest()
 
 
+class _Loop:
+    """One event loop on a thread of its own, shared by every trace a monitor judges, with
+    one ``AdaptiveLimiter``: the judge's calls in flight stay within the plan's
+    ``concurrency`` across all traces, and the limit learns from every reply instead of
+    starting slow for each trace."""
+
+    def __init__(self, concurrency: int) -> None:
+        self._concurrency = concurrency
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self.limiter: AdaptiveLimiter | None = None
+
+    def run(self, work: Callable[[AdaptiveLimiter], Coroutine[Any, Any, T]]) -> T:
+        """Run ``work(limiter)`` on the shared loop and wait for its result."""
+        with self._lock:
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                threading.Thread(
+                    target=loop.run_forever, name="canon-judge-loop", daemon=True
+                ).start()
+                self._loop = loop
+                self.limiter = AdaptiveLimiter(self._concurrency)
+            loop, limiter = self._loop, self.limiter
+        assert limiter is not None
+        return asyncio.run_coroutine_threadsafe(work(limiter), loop).result()
+
+
 @dataclass(frozen=True)
 class OnlineJudge:
     """How a monitor judges: the plan, the sample rate and salt, and the budget."""
@@ -117,8 +147,11 @@ class OnlineJudge:
     budget: Budget | None = None
     clock: Callable[[], float] = time.time
 
+    _loop: _Loop = field(init=False, repr=False, compare=False)
+
     def __post_init__(self) -> None:
         check_rate(self.rate)
+        object.__setattr__(self, "_loop", _Loop(self.plan.concurrency))
 
     def key(self, trace_id: str, contract: Contract | None) -> str:
         """The trace's once key under this contract and the plan's constitution."""
@@ -146,7 +179,7 @@ class OnlineJudge:
         artifact = Artifact(text, id=trace_id, input=(execution.input_text or None))
         spent = 0.0
         try:
-            result = asyncio.run(score_artifact(self.plan, artifact))
+            result = self._loop.run(lambda limiter: score_artifact(self.plan, artifact, limiter))
             spent = run_usage([result]).run.cost or 0.0
         except CanonError as exc:  # a mis-scripted judge, a refused request: never a pass
             cause = f"{type(exc).__name__}: {exc}"
