@@ -190,7 +190,11 @@ def crash(args: argparse.Namespace) -> None:
 def crash_counts(client: Any, keys: Keys, ids: list[str], fake: Any, rx: Any) -> dict[str, int]:
     records = [r for r in read_records(client, keys)]
     decided = Counter(r["trace_id"] for r in records if r["decision"]["kind"] != "late")
+    killed = {
+        r["trace_id"] for r in records if "died while judging" in r["decision"].get("cause", "")
+    }
     judged = {r["trace_id"] for r in records if r["decision"]["kind"] in ("judged", "unscored")}
+    judged -= killed
     with rx.lock:
         verdicts = Counter(
             e["trace_id"]
@@ -213,6 +217,7 @@ def crash_counts(client: Any, keys: Keys, ids: list[str], fake: Any, rx: Any) ->
         "duplicate_events": sum(n - 1 for n in verdicts.values() if n > 1),
         "missing_events": len(judged - set(verdicts)),
         "judged_twice": sum(1 for n in asked.values() if n > questions),
+        "unscored_worker_died": len(killed),
         "late": sum(1 for r in records if r["decision"]["kind"] == "late"),
     }
 

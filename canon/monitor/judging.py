@@ -158,8 +158,16 @@ class OnlineJudge:
         digest = NO_CONTRACT if contract is None else contract_digest(contract)
         return once_key(trace_id, digest, self.plan.constitution.digest)
 
-    def decide(self, execution: Execution, verdict: ContractVerdict | None) -> Judged:
-        """The decision on one trace whose contract gave ``verdict`` (None: no contract)."""
+    def decide(
+        self,
+        execution: Execution,
+        verdict: ContractVerdict | None,
+        start: Callable[[], str | None] | None = None,
+    ) -> Judged:
+        """The decision on one trace whose contract gave ``verdict`` (None: no contract).
+        ``start`` is called just before the judge would be: a cause it returns (the trace's
+        judging began once before, in a worker that died) leaves the trace unscored with
+        that cause instead of asking the judge a second time."""
         trace_id = execution.execution_id
         now = self.clock()
         if verdict is not None and verdict.status == "fail":
@@ -171,6 +179,9 @@ class OnlineJudge:
         if not text:
             cause = "the trace records no answer (no output on its root span)"
             return Judged(Decision(DecisionKind.UNSCORED, trace_id, now, cause=cause))
+        refused = None if start is None else start()
+        if refused is not None:
+            return Judged(Decision(DecisionKind.UNSCORED, trace_id, now, cause=refused))
         reserved = None
         if self.budget is not None:
             reserved = self.budget.reserve(now)

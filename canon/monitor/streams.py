@@ -135,6 +135,10 @@ class Keys:
         return f"{self.prefix}:sent"
 
     @property
+    def judging(self) -> str:  # once key -> the worker that began judging it
+        return f"{self.prefix}:judging"
+
+    @property
     def records(self) -> str:  # every record, in the order they were made
         return f"{self.prefix}:records"
 
@@ -557,7 +561,7 @@ class Worker:
             base = {**audit.to_dict(), **base}
         if self.judge is None:
             return base
-        judged = self.judge.decide(execution, verdict)
+        judged = self.judge.decide(execution, verdict, lambda: self._start_judging(key))
         if self.on_judged is not None and judged.result is not None:
             self._send_once(key, lambda: self._judged(judged, execution))
         return {**base, DECISION_FIELD: judged.decision.to_dict()}
@@ -566,14 +570,21 @@ class Worker:
         assert self.on_judged is not None
         self.on_judged(judged, execution)
 
+    def _start_judging(self, key: str) -> str | None:
+        """Mark the trace's judging begun (once per once key); the cause to record instead
+        when a worker began it before and died before recording it."""
+        if self.client.hsetnx(self.keys.judging, key, self.name):
+            return None
+        return (
+            f"worker {self.client.hget(self.keys.judging, key)} died while judging it; "
+            "a trace is judged at most once, so the judge is not asked again"
+        )
+
     def _send_once(self, key: str, send: Callable[[], None]) -> None:
-        """Send, mark sent, then (the caller) record: a kill repeats the events at most
-        between the send and the mark, and never loses them (as an alert is journaled)."""
-        if self.client.hsetnx(self.keys.sent, key, "sending") or (
-            self.client.hget(self.keys.sent, key) == "sending"
-        ):
+        """Mark sent, send, then (the caller) record: events go out at most once; a kill
+        during the send loses that trace's events (or their rest), never repeats them."""
+        if self.client.hsetnx(self.keys.sent, key, self.name):
             send()
-            self.client.hset(self.keys.sent, key, "1")
 
 
 def merge_documents(documents: Sequence[str]) -> dict[str, Any]:

@@ -312,3 +312,26 @@ def test_two_workers_never_judge_one_trace_twice_while_it_waits_in_a_queue(
         )
     assert len(read_records(client, keys)) == len(ids)
     assert len(set(asked.values())) == 1  # every trace asked the same questions, once each
+
+
+def test_a_trace_whose_worker_died_while_judging_it_is_unscored_not_judged_again(
+    tmp_path: Path, redis_url: str
+) -> None:
+    from canon.check.plan import build_plan
+    from canon.monitor.judging import OnlineJudge
+    from canon.project.config import load_config
+
+    client = connect(redis_url)
+    keys = Keys("died")
+    judge = OnlineJudge(build_plan(load_config(cwd=copy_example(tmp_path))))
+    worker = Worker(client, keys, 1, judge=judge, settle=0, name="successor")
+    worker.join()
+    ident = trace_id(3)
+    client.hset(keys.judging, worker._once_key(ident), "victim")  # began, then SIGKILL
+    doc = json.dumps(trace_document(ident))
+    client.xadd(keys.stream(0), {"trace": ident, "doc": doc, "root": "1"})
+    worker.step()
+    worker.drain()
+    [record] = read_records(client, keys)
+    assert record["decision"]["kind"] == "unscored"
+    assert "worker victim died while judging it" in record["decision"]["cause"]
