@@ -17,7 +17,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Literal
 
 from canon.core.stats import wilson_ci
 from canon.errors import InputError, UsageError
@@ -250,15 +250,20 @@ def trend(decisions: Iterable[Decision], bucket: float) -> list[tuple[float, Sum
     return [(start, summarize(periods[start])) for start in sorted(periods)]
 
 
+WAIT: Literal["wait"] = "wait"  # the first cost is being learnt: ask again once it is known
+
+
 def reservation(
     limit: float, spent: float, reserved: float, largest: float, in_flight: int
-) -> float | None:
+) -> float | Literal["wait"] | None:
     """What the next judged trace reserves of a day's ``limit``, or None when it would not
     fit (budget-dropped). ``largest`` is the dearest trace judged so far: its cost is the
     estimate. Before any cost is known (``largest`` 0) a trace goes alone (``in_flight``,
     the traces being judged, is 0) and only while the spend is under the limit, so the day
     ends at most one trace's cost over it; after, the estimate must fit beside what is
-    spent and reserved."""
+    spent and reserved. ``WAIT`` while the first trace is still being judged."""
     if largest <= 0:
-        return 0.0 if in_flight <= 0 and spent < limit else None
+        if spent >= limit:
+            return None
+        return 0.0 if in_flight <= 0 else WAIT
     return largest if spent + reserved + largest <= limit else None

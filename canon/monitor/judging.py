@@ -17,13 +17,14 @@ import threading
 import time
 from collections.abc import Callable, Coroutine
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 from canon.check.runner import ScoringPlan, score_artifact
 from canon.check.spend import run_usage
 from canon.core.artifact import Artifact
 from canon.core.online import (
     DEFAULT_SALT,
+    WAIT,
     Decision,
     DecisionKind,
     budget_day,
@@ -47,8 +48,9 @@ T = TypeVar("T")
 class Budget(Protocol):
     """A day's judge spend shared by whoever judges: reserve before a trace, settle after."""
 
-    def reserve(self, now: float) -> float | None:
-        """The amount reserved for one trace, or None when it would not fit today."""
+    def reserve(self, now: float) -> float | Literal["wait"] | None:
+        """The amount reserved for one trace, None when it would not fit today, or
+        ``WAIT`` while the first trace's cost is being learnt."""
 
     def settle(self, reserved: float, spent: float, reserved_at: float, now: float) -> None:
         """Book what the trace really cost (on ``now``'s day) and release its reservation
@@ -73,13 +75,13 @@ class LocalBudget:
         if today != self.day:
             self.day, self.spent, self.reserved, self.in_flight = today, 0.0, 0.0, 0
 
-    def reserve(self, now: float) -> float | None:
+    def reserve(self, now: float) -> float | Literal["wait"] | None:
         with self._lock:
             self._roll(now)
             amount = reservation(
                 self.limit, self.spent, self.reserved, self.largest, self.in_flight
             )
-            if amount is not None:
+            if isinstance(amount, float):
                 self.reserved += amount
                 self.in_flight += 1
             return amount
@@ -184,7 +186,7 @@ class OnlineJudge:
             return Judged(Decision(DecisionKind.UNSCORED, trace_id, now, cause=refused))
         reserved = None
         if self.budget is not None:
-            reserved = self.budget.reserve(now)
+            reserved = _held(self.budget, now, self.clock)
             if reserved is None:
                 return Judged(Decision(DecisionKind.BUDGET_DROPPED, trace_id, now))
         artifact = Artifact(text, id=trace_id, input=(execution.input_text or None))
@@ -199,6 +201,21 @@ class OnlineJudge:
             if self.budget is not None and reserved is not None:
                 self.budget.settle(reserved, spent, now, self.clock())
         return Judged(_decision(result, trace_id, self.clock(), spent), result)
+
+
+def _held(budget: Budget, now: float, clock: Callable[[], float]) -> float | None:
+    """A reservation, waiting (up to ``WAIT_MAX`` seconds) while the first trace's cost is
+    being learnt; None when the trace does not fit (or the wait ran out)."""
+    deadline = clock() + WAIT_MAX
+    while True:
+        amount = budget.reserve(now)
+        if amount != WAIT or clock() > deadline:
+            return amount if isinstance(amount, float) else None
+        time.sleep(0.05)
+        now = clock()
+
+
+WAIT_MAX = 120.0
 
 
 def _decision(result: ArtifactResult, trace_id: str, now: float, cost: float) -> Decision:

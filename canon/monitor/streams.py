@@ -35,7 +35,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from canon.core.online import (
     DEFAULT_SETTLE,
@@ -211,9 +211,9 @@ class RedisBudget:
     keys: Keys
     limit: float
 
-    def reserve(self, now: float) -> float | None:
+    def reserve(self, now: float) -> float | Literal["wait"] | None:
         key = self.keys.budget(budget_day(now))
-        found: list[float | None] = [None]
+        found: list[float | Literal["wait"] | None] = [None]
 
         def attempt(pipe: Any) -> None:
             state = pipe.hgetall(key)
@@ -225,7 +225,7 @@ class RedisBudget:
                 int(state.get("in_flight", 0)),
             )
             found[0] = amount
-            if amount is None:
+            if not isinstance(amount, float):
                 return
             pipe.multi()
             pipe.hincrbyfloat(key, "reserved", amount)

@@ -130,7 +130,7 @@ def test_a_reservation_fits_beside_the_spend_or_is_refused() -> None:
     from canon.core.online import reservation
 
     assert reservation(1.0, 0.0, 0.0, 0.0, 0) == 0.0  # the first trace goes alone
-    assert reservation(1.0, 0.0, 0.0, 0.0, 1) is None  # while it runs, nothing else
+    assert reservation(1.0, 0.0, 0.0, 0.0, 1) == "wait"  # while it runs, the rest wait
     assert reservation(1.0, 0.6, 0.2, 0.2, 1) == 0.2
     assert reservation(1.0, 0.6, 0.2, 0.3, 1) is None
     assert reservation(1.0, 1.0, 0.0, 0.0, 0) is None

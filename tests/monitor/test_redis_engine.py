@@ -181,7 +181,7 @@ def test_the_shared_budget_lets_one_unpriced_trace_through_then_prices_by_the_de
     one, two = RedisBudget(client, Keys("b"), 1.0), RedisBudget(client, Keys("b"), 1.0)
     now = 1_800_000_000.0
     assert one.reserve(now) == 0.0
-    assert two.reserve(now) is None  # the first cost is not known yet: one at a time
+    assert two.reserve(now) == "wait"  # the first cost is not known yet: one at a time
     one.settle(0.0, 0.4, now, now)
     assert two.reserve(now) == 0.4
     assert one.reserve(now) is None  # 0.4 spent + 0.4 reserved + 0.4 > 1.0
