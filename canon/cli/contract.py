@@ -18,6 +18,7 @@ from canon.cli.common import (
     output_file,
     reports_errors,
 )
+from canon.cli.online import JudgeChoice, judge_options
 from canon.errors import CanonError, ExitCode, GateError, UsageError
 from canon.gates.contracts.audit import AuditRecord, create_audit_record
 from canon.gates.contracts.dump import dump_contract
@@ -375,6 +376,7 @@ def _alert_name(record: AuditRecord) -> str:
     "[default: 600].",
 )
 @click.option("--max-polls", type=click.IntRange(min=1), default=None, help="Stop after N polls.")
+@judge_options
 @reports_errors
 def monitor(
     watch_dir: Path | None,
@@ -388,6 +390,7 @@ def monitor(
     settle: float | None,
     look_back: float | None,
     max_polls: int | None,
+    judging: JudgeChoice,
 ) -> None:
     """Validate traces in WATCH_DIR (or a CloudWatch log group) as they come; Ctrl-C stops.
 
@@ -400,6 +403,11 @@ def monitor(
     reads reach back by --look-back seconds; where to resume is kept in
     OUTPUT_DIR/.canon-cloudwatch-state.json. Needs boto3: pip install
     "canon-testing[cloudwatch]".
+
+    With --judge, each trace the contract did not fail is also judged, if --sample picks it
+    and --budget allows, its request and answer becoming the artifact's input and text;
+    the decision goes into its record, and --otel sends each verdict as events parented
+    to the trace. `canon monitor report OUTPUT_DIR` summarizes the decisions.
     """
     if (watch_dir is None) == (log_group is None):
         raise UsageError(
@@ -411,6 +419,7 @@ def monitor(
         raise UsageError("canon contract monitor: --look-back goes with --cloudwatch-log-group")
     output_dir = output_directory(output_dir_text)
     loaded = load_contract_file(contract_ref)
+    online, on_judged = judging.build()
 
     def announce(record: AuditRecord) -> None:
         verdict = record.verdict
@@ -441,6 +450,8 @@ def monitor(
         "on_violation": announce,
         "on_start": started,
         "max_polls": max_polls,
+        "judge": online,
+        "on_judged": on_judged,
     }
     if settle is not None:
         options["settle"] = settle

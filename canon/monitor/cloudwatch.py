@@ -31,6 +31,7 @@ from canon.gates.contracts.execution import DataSource
 from canon.gates.contracts.model import Contract
 from canon.gates.contracts.otel.shapes import sdk_fields
 from canon.gates.contracts.validate import validate
+from canon.monitor.judging import OnJudged, OnlineJudge, decide_fields, together
 from canon.monitor.ledger import Ledger
 from canon.monitor.stats import MonitorStats
 from canon.project.store import read_json, write_json_atomic
@@ -110,6 +111,8 @@ class _Watch:
     source_map: Mapping[str, DataSource] | None
     on_violation: Callable[[AuditRecord], None] | None
     settle: float
+    judge: OnlineJudge | None = None
+    on_judged: OnJudged | None = None
     resume_ms: int = 0
     # event id -> its timestamp; events before the read window are forgotten
     seen_events: dict[str, int] = field(default_factory=dict)
@@ -187,7 +190,9 @@ class _Watch:
         self.counts[verdict.status] += 1
         hook = self.on_violation
         alert = None if hook is None or not verdict.violations else (lambda: hook(record))
-        self.ledger.finish(source, record.to_dict(), trace_id, alert)
+        decided, send = decide_fields(self.judge, execution, verdict, self.on_judged)
+        stored = {**record.to_dict(), **decided}
+        self.ledger.finish(source, stored, trace_id, together(alert, send))
 
     def next_start_ms(self, newest_ms: int) -> int:
         """Where reading resumes: the oldest open trace, else the newest event seen."""
@@ -267,6 +272,8 @@ def monitor_cloudwatch(
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.monotonic,
     client: Any = None,
+    judge: OnlineJudge | None = None,
+    on_judged: OnJudged | None = None,
 ) -> MonitorStats:
     """Validate each completed trace in a CloudWatch log group of spans, once.
 
@@ -277,8 +284,10 @@ def monitor_cloudwatch(
     the memory across restarts and kills, and ``on_violation`` fires once per trace (a kill
     in the instant after an alert may repeat that one alert); the state file (default:
     ``.canon-cloudwatch-state.json`` in ``output_dir``) says where to resume. ``on_start``
-    gets the number of traces that already have a record, before the first poll. Stops
-    after ``max_polls`` polls, when ``stop()`` returns True, or on Ctrl-C; returns the
+    gets the number of traces that already have a record, before the first poll. With
+    ``judge``, each trace is also decided (``canon.monitor.judging``) into its record and
+    ``on_judged`` gets each judged one, once, as an alert is sent. Stops after
+    ``max_polls`` polls, when ``stop()`` returns True, or on Ctrl-C; returns the
     statistics.
     """
     directory = None if output_dir is None else Path(output_dir)
@@ -288,7 +297,9 @@ def monitor_cloudwatch(
     listed, resume_ms = _load_state(state_path, log_group)
     logs = client if client is not None else logs_client(region)
     ledger = Ledger(directory)
-    watch = _Watch(contract, log_group, ledger, metadata, source_map, on_violation, settle)
+    watch = _Watch(
+        contract, log_group, ledger, metadata, source_map, on_violation, settle, judge, on_judged
+    )
     ledger.done |= {watch.key(trace_id) for trace_id in listed}
     watch.resume_ms = resume_ms
     look_back_ms = int(look_back * 1000)

@@ -27,6 +27,7 @@ from canon.gates.contracts.audit import AuditRecord, create_audit_record
 from canon.gates.contracts.execution import DataSource, Execution
 from canon.gates.contracts.model import Contract
 from canon.gates.contracts.validate import validate
+from canon.monitor.judging import OnJudged, OnlineJudge, decide_fields, together
 from canon.monitor.ledger import RUNS_FIELD, TRACE_ID_FIELD, Ledger
 from canon.monitor.stats import MonitorStats
 from canon.project.contract_files import read_trace_runs, run_stem
@@ -64,6 +65,8 @@ class _Session:
     on_unreadable: Callable[[Path, str], None] | None
     settle: float
     clock: Callable[[], float]
+    judge: OnlineJudge | None = None
+    on_judged: OnJudged | None = None
     # name -> the signature its key was computed for, and that key (the file is done)
     known: dict[str, tuple[Signature, str]] = field(default_factory=dict)
     pending: set[str] = field(default_factory=set)
@@ -129,8 +132,9 @@ class _Session:
         self.counts[verdict.status] += 1
         hook = self.on_violation
         alert = None if hook is None or not verdict.violations else (lambda: hook(record))
-        stored = {**record.to_dict(), TRACE_ID_FIELD: trace_id, RUNS_FIELD: runs}
-        self.ledger.finish(key, stored, stem, alert)
+        decided, send = decide_fields(self.judge, execution, verdict, self.on_judged)
+        stored = {**record.to_dict(), TRACE_ID_FIELD: trace_id, RUNS_FIELD: runs, **decided}
+        self.ledger.finish(key, stored, stem, together(alert, send))
 
     def stats(self, polls: int, interrupted: bool) -> MonitorStats:
         return MonitorStats.from_counts(
@@ -168,6 +172,8 @@ def monitor_directory(
     stop: Callable[[], bool] | None = None,
     sleep: Callable[[float], None] = time.sleep,
     clock: Callable[[], float] = time.time,
+    judge: OnlineJudge | None = None,
+    on_judged: OnJudged | None = None,
 ) -> MonitorStats:
     """Validate each run of each trace file in ``watch_dir`` once: those present and those
     that arrive (a file holding several runs gets one verdict and one record per run).
@@ -178,7 +184,10 @@ def monitor_directory(
     ``on_violation`` (called with each FAIL or WARN record) fires once per run (a kill in
     the instant after an alert may repeat that one alert). A settled file that cannot be
     read or is no trace counts as unreadable (``errors``) and ``on_unreadable`` gets its
-    path and the reason, once per version of the file. ``on_start`` gets the number of
+    path and the reason, once per version of the file. With ``judge``, each run is also
+    decided (sampled, held to the budget, judged: ``canon.monitor.judging``), its decision
+    goes into its record, and ``on_judged`` gets each judged one, once, as an alert is sent.
+    ``on_start`` gets the number of
     traces that already have a record, before the first poll. Stops after ``max_polls``
     polls, when ``stop()`` returns True, or on Ctrl-C, and returns the statistics.
     """
@@ -191,7 +200,16 @@ def monitor_directory(
         )
     ledger = Ledger(None if output_dir is None else Path(output_dir))
     session = _Session(
-        contract, ledger, metadata, source_map, on_violation, on_unreadable, settle, clock
+        contract,
+        ledger,
+        metadata,
+        source_map,
+        on_violation,
+        on_unreadable,
+        settle,
+        clock,
+        judge,
+        on_judged,
     )
     polls = 0
     try:

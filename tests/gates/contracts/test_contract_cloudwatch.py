@@ -517,3 +517,36 @@ def test_a_profile_that_does_not_exist_is_exit_2_naming_it(
         "canon: error: the CloudWatch monitor cannot use the AWS configuration: The config "
         "profile (no-such-profile) could not be found\n"
     )
+
+
+def test_the_cloudwatch_monitor_judges_each_trace_once_with_its_request_and_answer(
+    logs: Any, tmp_path: Path
+) -> None:
+    from canon.check.plan import build_plan
+    from canon.monitor.judging import Judged, OnlineJudge
+    from canon.project.config import load_config
+
+    from support.cli import copy_example
+
+    group = _group(logs, "judged")
+    good, bad = "d" * 32, "e" * 32
+    spans = _trace(good, "lookup") + _trace(bad, "guess")
+    for span in spans:
+        if not span["parentSpanId"]:
+            span["attributes"].update({"input.value": "Refund me", "output.value": "Refunded."})
+    _put(logs, group, spans)
+    seen: list[Judged] = []
+    plan = build_plan(load_config(cwd=copy_example(tmp_path)))
+    judge = OnlineJudge(plan)
+    out = tmp_path / "audit"
+    for _ in range(2):  # the second session finds both decided
+        monitor_cloudwatch(
+            load_contract(CONTRACT), group, output_dir=out, max_polls=2, client=logs, settle=0,
+            sleep=lambda _: None, judge=judge,
+            on_judged=lambda judged, execution: seen.append(judged),
+        )  # fmt: skip
+    decisions = {r["trace"].rsplit("/", 1)[1]: r["decision"] for r in _records(out)}
+    assert decisions[good]["kind"] == "judged" and decisions[good]["verdict"] == "canon"
+    assert decisions[bad]["kind"] == "gate-failed"
+    assert len(seen) == 1 and seen[0].result is not None
+    assert seen[0].decision.trace_id == good
