@@ -103,7 +103,11 @@ def test_reports_say_why_the_check_is_inconclusive_and_call_nothing_a_regression
     found = gate(now, baseline, 0.5, noise=ReaskNoise(40, 20, 0.15))
     text = render_check(found, baseline, suite="s", path="b.json", results=now)
     assert "REGRESSION" not in text
-    assert text.rstrip().splitlines()[-1].startswith("INCONCLUSIVE: the judge is too noisy")
+    assert (
+        text.rstrip()
+        .splitlines()[-1]
+        .startswith("INCONCLUSIVE: this run cannot tell a regression from the judge's own mistakes")
+    )
     document = check_document(found, baseline, suite="s", path="b.json", results=now)
     assert document["status"] == "inconclusive" and document["exit_code"] == 6
     assert document["inconclusive"] == list(found.inconclusive)

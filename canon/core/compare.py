@@ -198,7 +198,9 @@ def gate(
         ()
         if factual
         else (
-            *blind_notes(power, rule),
+            # an unchanged text cannot regress on the judge's say-so, so being unable to
+            # confirm a failure of it costs the check nothing
+            *blind_notes(_about_changed(power, unchanged), rule),
             *inconclusive_reasons(
                 noise,
                 results,
@@ -233,6 +235,14 @@ FIXES = (
     "give each artifact several responses (replicates), add a confirm_judge that samples, "
     'or run "canon calibrate" to measure the judge'
 )
+
+
+def _about_changed(power: Power | None, unchanged: frozenset[str]) -> Power | None:
+    """``power`` with its unconfirmable artifacts narrowed to those that could regress."""
+    if power is None or not power.unconfirmable:
+        return power
+    kept = tuple(k for k in power.unconfirmable if k not in unchanged)
+    return dataclasses.replace(power, unconfirmable=kept)
 
 
 def blind_notes(power: Power | None, rule: DecisionRule) -> tuple[Note, ...]:

@@ -64,9 +64,9 @@ def remedy(comparison: Comparison, baseline: Baseline, reaccept: str = REACCEPT)
         return f"REGRESSION: fix what regressed; if the change is intended, {reaccept}"
     if comparison.status == "inconclusive":
         return (
-            "INCONCLUSIVE: the judge is too noisy to separate a regression from its own "
-            f'mistakes ({"; ".join(comparison.inconclusive)}); run "canon calibrate", then '
-            "raise flip_rate, add replicates, or use a steadier judge"
+            "INCONCLUSIVE: this run cannot tell a regression from the judge's own mistakes "
+            f'({"; ".join(comparison.inconclusive)}); run "canon calibrate", add replicates '
+            "or a confirm_judge, or use a steadier judge"
         )
     if comparison.status == "unavailable":
         return (

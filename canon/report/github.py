@@ -87,8 +87,8 @@ def github_annotations(
                 annotation(
                     "error",
                     f"{TITLE} inconclusive",
-                    "the judge is too noisy to separate a regression (exit code 6): "
-                    + "; ".join(comparison.inconclusive),
+                    "this run cannot tell a regression from the judge's own mistakes "
+                    "(exit code 6): " + "; ".join(comparison.inconclusive),
                 )
             )
         suspected = "suspected " if comparison.inconclusive else ""
@@ -174,7 +174,10 @@ def github_summary(
     lines = [f"### Canon: suite `{suite}`: {verdict}", ""]
     if comparison is not None and comparison.inconclusive:
         why = "; ".join(comparison.inconclusive)
-        lines += [f"The judge is too noisy to separate a regression: {_md(why)}.", ""]
+        lines += [
+            f"This run cannot tell a regression from the judge's own mistakes: {_md(why)}.",
+            "",
+        ]
     lines.append(f"{len(results)} artifact(s): {tally(results)}.")
     lines.extend(
         f"The judge failed on {count} question(s): {_md(error)}"

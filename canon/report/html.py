@@ -259,7 +259,7 @@ def _comparison(
         )
     if c.inconclusive:
         parts.append(
-            "<h3>Inconclusive: the judge is too noisy to separate a regression</h3>"
+            "<h3>Inconclusive: this run cannot tell a regression from the judge's own mistakes</h3>"
             + _list("inconclusive", c.inconclusive)
         )
     if c.alignment:

@@ -67,7 +67,9 @@ def junit_xml(
         if comparison.inconclusive:
             # One check-level error says why no failure below is a confident regression.
             case = _case(testsuite, f"{classname}.check", "judge-noise")
-            message = "inconclusive: the judge is too noisy to separate a regression"
+            message = (
+                "inconclusive: this run cannot tell a regression from the judge's own mistakes"
+            )
             _child(case, "error", message, "inconclusive", "\n".join(comparison.inconclusive))
         for key in comparison.missing:
             case = _case(testsuite, classname, key)
