@@ -6,6 +6,7 @@ for a check). Against the tests' own decision server and jevcompat's mock, on 12
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import itertools
 import json
 import os
@@ -23,6 +24,7 @@ from canon.check.runner import ScoringPlan, score_artifact
 from canon.check.spend import estimate_run
 from canon.core.artifact import Artifact
 from canon.core.evidence import DecisionRule
+from canon.core.outcome import NoteKind
 from canon.core.scoring import cell_reason
 from canon.errors import BudgetExceededError, ConfigError
 from canon.judge.cache import cached_judge
@@ -219,3 +221,19 @@ def test_calls_never_go_faster_than_the_wires_published_rate() -> None:
     gaps = [b - a for a, b in itertools.pairwise(stamps)]
     assert min(gaps) >= 0.045 and stamps[-1] - stamps[0] >= 0.24
     assert WIRES["typesafe"].per_minute == 1200 and WIRES["openai-decisions"].per_minute is None
+
+
+def test_one_response_to_a_decision_judge_alone_is_inconclusive_only_where_a_text_changed() -> None:
+    reworded = dataclasses.replace(helpers.ARTIFACT, text="Send me the full card number, please.")
+    with decision_server.running() as server:
+        plan = _plan(_judge(server.url))
+        accepted = baseline_from_run(
+            plan, asyncio.run(score_run(plan, [helpers.ARTIFACT], record=True))
+        )
+        same = asyncio.run(score_run(plan, [helpers.ARTIFACT], baseline=accepted))
+        other = asyncio.run(score_run(plan, [reworded], baseline=accepted))
+    rule = DecisionRule()
+    assert compare_run(plan, same, accepted, 0.02, rule).status == "conforms"
+    changed = compare_run(plan, other, accepted, 0.02, rule)
+    assert changed.status == "inconclusive"
+    assert any(getattr(why, "kind", None) is NoteKind.UNCONFIRMABLE for why in changed.inconclusive)
