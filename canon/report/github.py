@@ -66,7 +66,7 @@ def github_annotations(
 
     def asked(key: str, message: str) -> str:
         line = input_line(given.get(key))
-        return message if line is None else f"{line}\n{message}"
+        return message if line is None else f"{message}\n{line}"
 
     known = comparison.tolerated if comparison is not None else frozenset()
     for result in results:
