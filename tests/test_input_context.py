@@ -330,7 +330,8 @@ def test_junit_and_github_annotations_show_the_input_too(tmp_path):
     )
     result = invoke_in(project, "score", "--format", "github", "--junit-xml", "r.xml")
     (annotation,) = [line for line in result.stdout.splitlines() if line.startswith("::error")]
-    assert annotation.startswith("::error") and annotation.endswith("%0Ainput: Refund my 640 EUR now.")
+    assert annotation.startswith("::error")
+    assert annotation.endswith("%0Ainput: Refund my 640 EUR now.")
     report = (project / "r.xml").read_text()
     case = report[report.index('name="large-refund"') :]
     case = case[: case.index("</testcase>")]
