@@ -335,3 +335,16 @@ def test_the_command_never_imports_litellm_or_scipy(project):
     assert done.returncode == 0, done.stderr
     assert "heavy: []" in done.stdout
     assert "openai:gpt-4o" in (project / "canon.yaml").read_text()
+
+
+def test_switching_to_a_decision_judge_names_the_llm_options_it_will_refuse(project, monkeypatch):
+    config = project / "canon.yaml"
+    config.write_text(CONFIG + "judge_options:\n  timeout: 20\n  reasons: false\n  samples: 3\n")
+    result = _run(
+        project, "--provider", "typesafe", "--model", "jev-1.13.0", monkeypatch=monkeypatch
+    )
+    assert result.exit_code == 0, result.output
+    assert "judge_model: typesafe:jev-1.13.0" in config.read_text(encoding="utf-8")
+    assert "judge_options reasons, samples in" in result.stderr  # timeout is one it takes
+    quiet = _run(project, "--provider", "openai", "--model", "gpt-4o", monkeypatch=monkeypatch)
+    assert quiet.exit_code == 0 and quiet.stderr == ""

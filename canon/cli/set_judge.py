@@ -8,12 +8,18 @@ import stat
 from pathlib import Path
 
 import click
+import yaml
 
 from canon.cli.common import HELP_OPTIONS, docs_epilog, reports_errors
 from canon.errors import ConfigError, UsageError
 from canon.project.config import discover_config_file
 from canon.project.config_edit import KEY, new_config_text, set_judge_model
-from canon.project.judge_factory import MOCK_PREFIX, litellm_model
+from canon.project.judge_factory import (
+    DECISION_OPTIONS,
+    MOCK_PREFIX,
+    decision_wire,
+    litellm_model,
+)
 from canon.project.store import SETTINGS_LIMIT, read_bytes, write_bytes_atomic
 
 _FORM = (
@@ -82,6 +88,29 @@ def set_judge(provider: str, model: str, config_path: Path | None) -> None:
             f"(a canon.yaml beside it would replace that table as the project config)"
         )
     _edit(target, spec)
+    _warn_llm_options(target, spec)
+
+
+def _warn_llm_options(target: Path, spec: str) -> None:
+    """Say which judge_options a decision judge will refuse, so the next run is no surprise
+    (the file is left as it is: only the judge_model line is ever edited)."""
+    if decision_wire(spec) is None:
+        return
+    try:
+        data = yaml.safe_load(target.read_text(encoding="utf-8"))
+    except (OSError, yaml.YAMLError):
+        return  # _edit read it a moment ago; the next command reports any problem
+    options = data.get("judge_options") if isinstance(data, dict) else None
+    if not isinstance(options, dict):
+        return
+    refused = sorted(str(k) for k in options if k not in DECISION_OPTIONS)
+    if refused:
+        click.echo(
+            f"canon: note: judge_options {', '.join(refused)} in {target} apply to LLM judges "
+            f"only; remove them, or every command refuses them with {spec} (a decision judge "
+            f"takes {', '.join(sorted(DECISION_OPTIONS))})",
+            err=True,
+        )
 
 
 def judge_spec(provider: str, model: str) -> str:
