@@ -13,11 +13,10 @@ import dataclasses
 
 from canon.check.gate_loading import contract_gate, policy_gate
 from canon.check.runner import ArtifactGate, ScoringPlan
-from canon.check.spend import BudgetJudge, CallBudget, Ledger, model_judge
+from canon.check.spend import BudgetJudge, CallBudget, Ledger, decision_judge, model_judge
 from canon.errors import ConfigError
 from canon.judge.base import Judge
 from canon.judge.cache import CachingJudge, cached_judge
-from canon.judge.decisions.judge import DecisionJudge
 from canon.project.config import Config
 from canon.project.judge_factory import MOCK_PREFIX, judge_from_spec
 from canon.project.store import constitution_from_file, load_rubric
@@ -102,10 +101,11 @@ def with_budget(plan: ScoringPlan, max_cost: float | None, source: object) -> Sc
 def _guarded(judge: Judge, ledger: Ledger) -> Judge:
     cached = judge if isinstance(judge, CachingJudge) else None
     inner = cached.inner if cached is not None else judge
-    if isinstance(inner, DecisionJudge):
+    decided = decision_judge(inner)
+    if decided is not None:
         # priced per call: the judge asks the ledger before each one
-        if inner.spend_guard is None:
-            inner.spend_guard = CallBudget(ledger)
+        if decided.spend_guard is None:
+            decided.spend_guard = CallBudget(ledger)
         return judge
     model = model_judge(inner)
     if model is None or model is not inner:

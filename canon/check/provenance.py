@@ -8,11 +8,10 @@ with an old judge's baseline reports the judges' differences as the agent's regr
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from canon.core.baseline import Baseline
 from canon.errors import BaselineError, ConfigError
-from canon.judge.base import Judge
+from canon.judge.base import Judge, innermost
 
 
 class JudgeChangedError(BaselineError):
@@ -42,24 +41,17 @@ def as_judge_option(name: str) -> str:
     return f"{provider}:{model}" if model else name
 
 
-def _inner_most(judge: Judge) -> Any:
-    current: Any = judge
-    while getattr(current, "inner", None) is not None:
-        current = current.inner
-    return current
-
-
 def answering_models(judge: Judge) -> tuple[str, ...]:
     """The models a judge's responses said answered so far (a decision judge names the
     versioned model behind its name); empty when it does not say."""
-    return tuple(getattr(_inner_most(judge), "answered_by", ()) or ())
+    return tuple(getattr(innermost(judge), "answered_by", ()) or ())
 
 
 def refuse_alias(judge: Judge) -> None:
     """Refuse to record a baseline judged by a model name that moves with releases (an
     alias such as ``jev-latest``): its answers may change with no change in the project, and
     a check would read the judge's new release as the agent's regressions."""
-    inner = _inner_most(judge)
+    inner = innermost(judge)
     if not getattr(inner, "alias", False):
         return
     wire = inner.client.wire

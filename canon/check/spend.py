@@ -25,12 +25,8 @@ from canon.core.scoring import Answer, ArtifactResult
 from canon.core.usage import UNKNOWN, Usage, UsageSummary, format_cost, summarize
 from canon.errors import BudgetExceededError, ConfigError
 from canon.judge import notices
-from canon.judge.base import Judge, JudgeRequest, request_prompt, response_judge
+from canon.judge.base import Judge, JudgeRequest, inner_judge, request_prompt, response_judge
 from canon.judge.cache import CachingJudge, answer_key
-from canon.judge.decisions.asking import asked_question, decision_state
-from canon.judge.decisions.client import estimated_tokens
-from canon.judge.decisions.judge import DecisionJudge
-from canon.judge.decisions.prices import input_price
 from canon.judge.usage import (
     ESTIMATED_COMPLETION_TOKENS,
     context_window,
@@ -39,6 +35,7 @@ from canon.judge.usage import (
 )
 
 if TYPE_CHECKING:
+    from canon.judge.decisions.judge import DecisionJudge
     from canon.judge.litellm_judge import LiteLLMJudge
 
 
@@ -124,12 +121,7 @@ def model_judge(judge: Judge) -> LiteLLMJudge | None:
     """The litellm judge behind any wrappers (cache, budget), or None for another judge."""
     from canon.judge.litellm_judge import LiteLLMJudge
 
-    current: Any = judge
-    while not isinstance(current, LiteLLMJudge):
-        current = getattr(current, "inner", None)
-        if current is None:
-            return None
-    return current
+    return inner_judge(judge, LiteLLMJudge)
 
 
 def baseline_reasks(baseline: Baseline, plan: ScoringPlan) -> dict[tuple[str, str], int]:
@@ -267,18 +259,20 @@ def estimate_run(
 
 
 def decision_judge(judge: Judge) -> DecisionJudge | None:
-    """The decision judge behind any wrappers (cache), or None for another judge."""
-    current: Any = judge
-    while not isinstance(current, DecisionJudge):
-        current = getattr(current, "inner", None)
-        if current is None:
-            return None
-    return current
+    """The decision judge behind any wrappers (cache), or None for another judge. Imported
+    here, not at the top: a run without one never loads the HTTP transport."""
+    from canon.judge.decisions.judge import DecisionJudge
+
+    return inner_judge(judge, DecisionJudge)
 
 
 def _with_decisions(rest: Estimate, decided: Sequence[PlannedRequest], names: str) -> Estimate:
     """``rest`` (the other judges' requests) plus the calls of a decision judge: one call
     per response carries every request about it, priced by its input tokens alone."""
+    from canon.judge.decisions.asking import asked_question, decision_state
+    from canon.judge.decisions.client import estimated_tokens
+    from canon.judge.decisions.prices import input_price
+
     calls: dict[tuple[int, str, str], list[JudgeRequest]] = {}
     judges: dict[int, DecisionJudge] = {}
     for planned in decided:

@@ -27,7 +27,6 @@ from canon.errors import ConfigError, ExitCode
 from canon.judge.cache import CachingJudge
 from canon.judge.sync import run_sync
 from canon.project.config import Config
-from canon.project.judge_factory import decision_wire
 from canon.project.store import dump_json
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -64,7 +63,7 @@ def show_estimate(
 ) -> None:
     """Print the run's estimate (nothing is asked) and exit 0; a check passes its baseline,
     accept ``record`` (its second looks)."""
-    refuse_decision_batch(config, batch)
+    refuse_decision_batch(config, plan, batch)
     estimate = estimate_run(
         plan,
         artifacts,
@@ -99,7 +98,7 @@ def prepare_spending(
     """Refuse a run over budget before it spends; with batch mode, fill the cache by batch
     (with ``record``, accept's second looks too)."""
     use_batch = batch or config.batch
-    refuse_decision_batch(config, use_batch)
+    refuse_decision_batch(config, plan, use_batch)
     reason = _batchable(plan) if use_batch else None
     if use_batch and reason is not None:
         click.echo(f"canon: {reason}", err=True)  # said even when quiet: the price differs
@@ -112,28 +111,22 @@ def prepare_spending(
     return _prefill_by_batch(plan, artifacts, quiet, record)
 
 
-def refuse_decision_batch(config: Config, batch: bool) -> None:
+def refuse_decision_batch(config: Config, plan: ScoringPlan, batch: bool) -> None:
     """Refuse batch mode for a decision judge (exit 2): its wire has no batch mode, and its
-    one call per response already carries every question at a fraction of an LLM's price."""
-    spec = config.judge_model or ""
-    wire = decision_wire(spec)
-    if batch and wire is not None:
+    one call per response already carries every question at a fraction of an LLM's price.
+    Asked of the plan's judge, so ``rejudge --judge typesafe:...`` is refused too."""
+    decided = decision_judge(plan.judge) if batch else None
+    if decided is not None:
         raise ConfigError(
-            f"judge {spec.strip()} is a decision model: the {wire} wire has no batch mode "
-            "(one call per response already asks every question); drop --batch, and "
-            f"judge_options: batch from {config.source or 'canon.yaml'}"
+            f"judge {decided.name} is a decision model: the {decided.client.wire.name} wire "
+            "has no batch mode (one call per response already asks every question); drop "
+            f"--batch, and judge_options: batch from {config.source or 'canon.yaml'}"
         )
 
 
 def _batchable(plan: ScoringPlan) -> str | None:
     """Why this plan cannot use batch mode, or None when it can."""
     judge = model_judge(plan.judge)
-    decided = decision_judge(plan.judge)
-    if decided is not None:
-        return (
-            f"the {decided.client.wire.name} decision wire has no batch mode; asking online, "
-            "one call per response"
-        )
     if judge is None:
         return f"batch mode needs a model judge, not {plan.judge.name}; answering as usual"
     if not isinstance(plan.judge, CachingJudge):

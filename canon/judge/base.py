@@ -3,9 +3,9 @@ protocol of a judge that answers every question about one response in one call."
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from canon.core.artifact import Artifact, input_text
 from canon.core.constitution import Constitution
@@ -95,6 +95,28 @@ def is_deterministic(judge: Judge) -> bool:
     decision model; an LLM judge that re-asks at temperature 0): asking it again the same
     way is then no new evidence. Wrappers (cache, budget) say what the judge inside says."""
     return bool(getattr(judge, "deterministic", False))
+
+
+J = TypeVar("J")
+
+
+def wrapped(judge: Judge) -> Iterator[Any]:
+    """``judge``, then each judge it wraps (a cache, a budget: anything with ``inner``)."""
+    current: Any = judge
+    while current is not None:
+        yield current
+        current = getattr(current, "inner", None)
+
+
+def inner_judge(judge: Judge, kind: type[J]) -> J | None:
+    """The judge of ``kind`` behind any wrappers, or None when there is none."""
+    return next((j for j in wrapped(judge) if isinstance(j, kind)), None)
+
+
+def innermost(judge: Judge) -> Any:
+    """The judge at the bottom of any wrappers: the one that answers."""
+    *_, last = wrapped(judge)
+    return last
 
 
 def response_judge(judge: Judge) -> ResponseJudge | None:
