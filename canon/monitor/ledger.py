@@ -47,8 +47,9 @@ class RecordKey(NamedTuple):
     runs: int = 1
 
 
-def record_keys(directory: Path) -> Iterator[RecordKey]:
-    """The monitor keys of the audit records in ``directory`` (other files are skipped)."""
+def audit_records(directory: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """(path, record) for each audit record in ``directory``, in name order; other files
+    are skipped, and a directory that is not there holds none."""
     try:
         entries = sorted(os.scandir(directory), key=lambda entry: entry.name)
     except FileNotFoundError:
@@ -61,8 +62,13 @@ def record_keys(directory: Path) -> Iterator[RecordKey]:
                 data = json.load(stream)
         except (OSError, ValueError):
             continue  # not a record of ours: records are written whole, never torn
-        if not isinstance(data, dict):
-            continue
+        if isinstance(data, dict):
+            yield entry.path, data
+
+
+def record_keys(directory: Path) -> Iterator[RecordKey]:
+    """The monitor keys of the audit records in ``directory`` (other files are skipped)."""
+    for _path, data in audit_records(directory):
         key = data.get(KEY_FIELD)
         trace = data.get("trace")
         if isinstance(key, str):
