@@ -146,16 +146,16 @@ async def _by_response(
     answer is unscored (refused, when the judge refused it): never a pass."""
     responses = [artifact.replicate(i) for i in range(len(artifact.texts))]
     calls = await all_of([_call(plan, judge, r, questions, limiter) for r in responses])
+    # A call's usage rides on its first question's cell, so a run's total counts it once;
+    # the other cells a call answered cost nothing more (an answer from the cache alone has
+    # no usage: an answer without a call).
+    made = [c.usage for c in calls if c.usage is not None]
     cells: list[Cell] = []
     position = 0
     for index, question in enumerate(questions):
         count = wordings(question)
         looks: list[Look] = []
         failure: JudgeError | None = None
-        # A call's usage rides on its first question's cell, so a run's total counts it once;
-        # the other cells a call answered cost nothing more (an answer from the cache alone
-        # has no usage: an answer without a call).
-        made = [c.usage for c in calls if c.usage is not None]
         usage = (total(made) if index == 0 else Usage()) if made else None
         for response, call in enumerate(calls):
             for wording in range(count):

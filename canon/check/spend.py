@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from canon.check.confirm import looked_twice
-from canon.check.runner import ScoringPlan, gate_outcomes, wordings
+from canon.check.runner import ScoringPlan, gate_outcomes, response_requests
 from canon.check.variants import replicate_for
 from canon.core.artifact import Artifact, text_digest
 from canon.core.baseline import SETTLED_FORMAT, Baseline, record_for, recorded_question
@@ -202,28 +202,27 @@ def pending_requests(
             continue
         # every response's first ask, then the later asks, each showing the response it would;
         # a judge answering whole responses asks every wording in its first call
-        whole = response_judge(plan.judge_for(0)) is not None
+        first = plan.judge_for(0)
+        whole = response_judge(first) is not None
+        # the first pass as the run sends it: a whole-response judge's calls (every wording,
+        # runner.response_requests), else each question once per response
         asks = [
-            (question, shown, variant, True)
+            (first, request)
             for shown in _responses(artifact)
-            for question in questions
-            for variant in range(wordings(question) if whole else 1)
-        ]
-        asks.extend(
-            (
-                question,
-                artifact.replicate(replicate_for(variant, len(artifact.texts))),
-                variant,
-                False,
+            for request in (
+                response_requests(plan, shown, questions)
+                if whole
+                else [plan.request(shown, question) for question in questions]
             )
-            for question in questions
-            for variant in range(1, 1 + (reasks or {}).get((artifact.key, question.id), 0))
-        )
-        for question, shown, variant, first in asks:
-            judge = plan.judge_for(0 if first else variant)
-            if not first and whole and response_judge(judge) is not None:
-                continue  # a later look at a whole-response judge is one its first call made
-            request = plan.request(shown, question, variant)
+        ]
+        for question in questions:
+            for variant in range(1, 1 + (reasks or {}).get((artifact.key, question.id), 0)):
+                judge = plan.judge_for(variant)
+                if whole and response_judge(judge) is not None:
+                    continue  # a later look at a whole-response judge: its first call made it
+                shown = artifact.replicate(replicate_for(variant, len(artifact.texts)))
+                asks.append((judge, plan.request(shown, question, variant)))
+        for judge, request in asks:
             cache = judge if isinstance(judge, CachingJudge) else None
             if cache is None:
                 pending.append(PlannedRequest(judge, None, request))
