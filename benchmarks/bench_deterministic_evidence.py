@@ -25,7 +25,12 @@ Judges (all seeded):
   label and one wrong label; right on every other artifact.
 
 Cells: DM + LLM confirm judge with 1 response; DM alone with 3 replicates; sticky LLM with
-3 replicates; DM alone with 1 response; the coin-flip judge with 1 response.
+3 replicates; DM alone with 1 response; the coin-flip judge with 1 response and with 3
+replicates. For a planted row, the runs that exit 0 are split by what the run could see: how
+many of them saw the judge disagree with itself about a000 (answers to its cells asked more
+than once, against each cell's majority) beyond the flip rate the rule assumes. The others
+are runs where every answer about a000 that was asked again agreed: nothing in them shows
+the coin.
 "Blocked": an unchanged suite's check exits 1 or 6. "Caught": exit 1 naming a000.
 "LLM cells": the share of the suite's cells the confirm judge was asked about in a check.
 
@@ -66,6 +71,7 @@ from bench_sticky_noise import (
     suite,
 )
 
+FLIP = DecisionRule().flip_rate
 MISREAD = 0.05  # of (response, wording) pairs
 CORRELATION = 0.5  # between the misreadings of one response's wordings
 
@@ -212,6 +218,10 @@ class Trial:
     asked: int  # cells the confirm judge was asked about in the check
     cells: int
     inconclusive: tuple[str, ...]
+    # answers about the planted artifact's cells asked more than once, and how many of them
+    # disagreed with their cell's majority: the self-disagreement the run could see there
+    answers: int = 0
+    minority: int = 0
 
 
 JudgeMaker = Callable[[Truth, int], Judge]
@@ -246,7 +256,16 @@ def trial(
     named = frozenset([n.key for n in c.failures] + [f.key for f in c.flips if f.regression])
     second = check.confirm_judge
     asked = len(second.asked) if isinstance(second, SamplingLLM) else 0
-    return Trial(c.status, named, asked, size * len(QUESTIONS), c.inconclusive)
+    answers = minority = 0
+    for result in outcome.results:
+        if result.key != PLANTED:
+            continue
+        for cell in result.cells:
+            asks = outcome.confirmation.asks.get((PLANTED, cell.id), 1)
+            if asks > 1 and cell.distribution:
+                answers += asks
+                minority += asks - round(max(p for _, p in cell.distribution) * asks)
+    return Trial(c.status, named, asked, size * len(QUESTIONS), c.inconclusive, answers, minority)
 
 
 def rate(hits: int, trials: int) -> str:
@@ -285,6 +304,7 @@ CELLS = {
     "sticky-3": Cell("sticky LLM (5 %, 0.85), 3 replicates", sticky, None, 3, ("aa", "planted")),
     "dm-1": Cell("DM alone, 1 response", dm, None, 1, ("aa", "planted")),
     "coin": Cell("coin-flip LLM, 1 response", coin, None, 1, ("planted",)),
+    "coin-3": Cell("coin-flip LLM, 3 replicates", coin, None, 3, ("planted",)),
 }
 
 
@@ -304,6 +324,11 @@ def report(cell: Cell, row: str, trials: list[Trial], seconds: float) -> None:
     else:
         print(f"    caught and named (exit 1)  {rate(caught, n)}")
         print(f"    exit 0 (CONFORMS)          {rate(passed, n)}")
+        seen = [t for t in trials if t.status == "conforms" and t.minority > FLIP * t.answers]
+        print(
+            f"    ... of them, the run saw the judge disagree with itself about a000 beyond "
+            f"the flip rate: {len(seen)}"
+        )
     print(f"    inconclusive (exit 6)      {rate(inconclusive, n)}")
     if cell.confirm is not None:
         print(f"    LLM asked about            {asked:.1%} of the cells (mean over checks)")
