@@ -54,13 +54,14 @@ from canon.gates.contracts.execution import DataSource, Execution
 from canon.gates.contracts.model import Contract
 from canon.gates.contracts.validate import validate
 from canon.monitor.judging import (
-    DECISION_FIELD,
     NO_CONTRACT,
     Judged,
     OnJudged,
     OnlineJudge,
     contract_digest,
+    late_record,
 )
+from canon.monitor.ledger import DECISION_FIELD
 
 INSTALL_LINE = 'pip install "canon-testing[online]"'
 DEFAULT_PREFIX = "canon"
@@ -250,6 +251,9 @@ class RedisBudget:
 
         self.client.transaction(attempt, key, held)
 
+    def resume(self, spent: Mapping[str, float], largest: float) -> None:
+        """Nothing to resume: the spend lives in Redis, across every worker and restart."""
+
     def spent(self, now: float) -> float:
         """What the group spent on ``now``'s day."""
         return float(self.client.hget(self.keys.budget(budget_day(now)), "spent") or 0)
@@ -344,7 +348,6 @@ class Worker:
             if not fields:
                 continue  # deleted from the stream while pending: nothing to file
             trace_id = str(fields.get("trace", "")).lower()
-            late = Decision(DecisionKind.LATE, trace_id, now, cause="a span came after")
             self._file(
                 keys=[
                     self.keys.decided,
@@ -362,7 +365,7 @@ class Worker:
                     fields.get("root", "0"),
                     GROUP,
                     entry_id,
-                    json.dumps(self._late(late)),
+                    json.dumps(self._late(trace_id, now, "a span came after")),
                 ],
                 client=pipe,
             )
@@ -372,13 +375,8 @@ class Worker:
         self.stats.entries += filed
         return filed
 
-    def _late(self, decision: Decision) -> dict[str, Any]:
-        return {
-            "trace": f"redis:{decision.trace_id}",
-            "trace_id": decision.trace_id,
-            DECISION_FIELD: decision.to_dict(),
-            "worker": self.name,
-        }
+    def _late(self, trace_id: str, at: float, cause: str) -> dict[str, Any]:
+        return {**late_record(f"redis:{trace_id}", trace_id, at, cause), "worker": self.name}
 
     def settled_traces(self, limit: int = 256) -> list[str]:
         """Traces complete now, oldest first (at most ``limit``)."""
@@ -511,12 +509,7 @@ class Worker:
                 len(documents),
                 json.dumps(
                     self._late(
-                        Decision(
-                            DecisionKind.LATE,
-                            trace_id,
-                            self.clock(),
-                            cause="a span came while the trace was being decided",
-                        )
+                        trace_id, self.clock(), "a span came while the trace was being decided"
                     )
                 ),
             ],
