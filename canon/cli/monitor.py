@@ -106,16 +106,16 @@ def ingest(redis_url: str, prefix: str, streams: int, host: str, port: int) -> N
 @click.option(
     "--settle",
     type=click.FloatRange(min=0),
-    default=DEFAULT_SETTLE,
-    show_default=True,
-    help="Seconds without a new span, after the root span ended, before a trace is complete.",
+    default=None,
+    help="Seconds without a new span, after the root span ended, before a trace is complete "
+    f"[default: monitor.settle in canon.yaml, else {DEFAULT_SETTLE:g}].",
 )
 @click.option(
     "--settle-max",
     type=click.FloatRange(min=0),
-    default=DEFAULT_SETTLE_MAX,
-    show_default=True,
-    help="Seconds after its first span when a trace is complete anyway (a lost root).",
+    default=None,
+    help="Seconds after its first span when a trace is complete anyway (a lost root) "
+    f"[default: monitor.settle_max in canon.yaml, else {DEFAULT_SETTLE_MAX:g}].",
 )
 @click.option(
     "--claim-idle",
@@ -152,8 +152,8 @@ def worker(
     prefix: str,
     streams: int,
     contract_ref: str | None,
-    settle: float,
-    settle_max: float,
+    settle: float | None,
+    settle_max: float | None,
     claim_idle: float,
     lease: float,
     concurrency: int,
@@ -175,6 +175,11 @@ def worker(
     keys = Keys(prefix)
     contract = None if contract_ref is None else load_contract_file(contract_ref)
     online, on_judged = judging.build(lambda limit: RedisBudget(client, keys, limit))
+    configured = judging.settings()
+    if settle is None:
+        settle = DEFAULT_SETTLE if configured.settle is None else configured.settle
+    if settle_max is None:
+        settle_max = DEFAULT_SETTLE_MAX if configured.settle_max is None else configured.settle_max
     options: dict[str, Any] = {} if name is None else {"name": name}
     member = Worker(
         client,
