@@ -19,6 +19,7 @@ from canon.monitor.streams import (
     DEFAULT_CLAIM_IDLE,
     DEFAULT_LEASE,
     DEFAULT_PREFIX,
+    DEFAULT_RETENTION,
     DEFAULT_STREAMS,
     Keys,
 )
@@ -132,6 +133,14 @@ def ingest(redis_url: str, prefix: str, streams: int, host: str, port: int) -> N
     help="Seconds a worker holds a trace it decides; a dead worker's traces return after it.",
 )
 @click.option(
+    "--retention",
+    type=click.FloatRange(min=1),
+    default=DEFAULT_RETENTION,
+    show_default=True,
+    help="Seconds a decision is kept: its record in the records stream, and its once key "
+    "(a trace delivered again within it is never recorded twice).",
+)
+@click.option(
     "--concurrency",
     type=click.IntRange(min=1),
     default=8,
@@ -156,6 +165,7 @@ def worker(
     settle_max: float | None,
     claim_idle: float,
     lease: float,
+    retention: float,
     concurrency: int,
     name: str | None,
     exit_when_idle: float | None,
@@ -192,6 +202,7 @@ def worker(
         settle_max=settle_max,
         claim_idle=claim_idle,
         lease=lease,
+        retention=retention,
         concurrency=concurrency,
         **options,
     )
