@@ -19,6 +19,7 @@ from canon.monitor.streams import (
     DEFAULT_CLAIM_IDLE,
     DEFAULT_LEASE,
     DEFAULT_PREFIX,
+    DEFAULT_RETENTION,
     DEFAULT_STREAMS,
     Keys,
 )
@@ -106,16 +107,16 @@ def ingest(redis_url: str, prefix: str, streams: int, host: str, port: int) -> N
 @click.option(
     "--settle",
     type=click.FloatRange(min=0),
-    default=DEFAULT_SETTLE,
-    show_default=True,
-    help="Seconds without a new span, after the root span ended, before a trace is complete.",
+    default=None,
+    help="Seconds without a new span, after the root span ended, before a trace is complete "
+    f"[default: monitor.settle in canon.yaml, else {DEFAULT_SETTLE:g}].",
 )
 @click.option(
     "--settle-max",
     type=click.FloatRange(min=0),
-    default=DEFAULT_SETTLE_MAX,
-    show_default=True,
-    help="Seconds after its first span when a trace is complete anyway (a lost root).",
+    default=None,
+    help="Seconds after its first span when a trace is complete anyway (a lost root) "
+    f"[default: monitor.settle_max in canon.yaml, else {DEFAULT_SETTLE_MAX:g}].",
 )
 @click.option(
     "--claim-idle",
@@ -130,6 +131,14 @@ def ingest(redis_url: str, prefix: str, streams: int, host: str, port: int) -> N
     default=DEFAULT_LEASE,
     show_default=True,
     help="Seconds a worker holds a trace it decides; a dead worker's traces return after it.",
+)
+@click.option(
+    "--retention",
+    type=click.FloatRange(min=1),
+    default=DEFAULT_RETENTION,
+    show_default=True,
+    help="Seconds a decision is kept: its record in the records stream, and its once key "
+    "(a trace delivered again within it is never recorded twice).",
 )
 @click.option(
     "--concurrency",
@@ -152,10 +161,11 @@ def worker(
     prefix: str,
     streams: int,
     contract_ref: str | None,
-    settle: float,
-    settle_max: float,
+    settle: float | None,
+    settle_max: float | None,
     claim_idle: float,
     lease: float,
+    retention: float,
     concurrency: int,
     name: str | None,
     exit_when_idle: float | None,
@@ -175,6 +185,11 @@ def worker(
     keys = Keys(prefix)
     contract = None if contract_ref is None else load_contract_file(contract_ref)
     online, on_judged = judging.build(lambda limit: RedisBudget(client, keys, limit))
+    configured = judging.settings()
+    if settle is None:
+        settle = DEFAULT_SETTLE if configured.settle is None else configured.settle
+    if settle_max is None:
+        settle_max = DEFAULT_SETTLE_MAX if configured.settle_max is None else configured.settle_max
     options: dict[str, Any] = {} if name is None else {"name": name}
     member = Worker(
         client,
@@ -187,6 +202,7 @@ def worker(
         settle_max=settle_max,
         claim_idle=claim_idle,
         lease=lease,
+        retention=retention,
         concurrency=concurrency,
         **options,
     )

@@ -87,6 +87,22 @@ def budget_day(now: float) -> str:
     return datetime.fromtimestamp(now, UTC).strftime("%Y-%m-%d")
 
 
+@dataclass(frozen=True, slots=True)
+class MonitorSettings:
+    """The ``monitor:`` section of canon.yaml: the monitors' judging defaults, each one
+    overridden by its command-line flag (None: not set, the flag's own default applies)."""
+
+    judge: bool = False  # judge a sample of the traces without --judge
+    sample: float | None = None
+    salt: str | None = None
+    budget: float | None = None  # dollars per UTC day
+    settle: float | None = None  # seconds (canon monitor worker)
+    settle_max: float | None = None
+
+
+MONITOR_SETTINGS = ("judge", "sample", "salt", "budget", "settle", "settle_max")
+
+
 class DecisionKind(enum.Enum):
     """What happened to one trace."""
 

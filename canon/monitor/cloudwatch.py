@@ -31,8 +31,8 @@ from canon.gates.contracts.execution import DataSource
 from canon.gates.contracts.model import Contract
 from canon.gates.contracts.otel.shapes import sdk_fields
 from canon.gates.contracts.validate import validate
-from canon.monitor.judging import OnJudged, OnlineJudge, decide_fields, together
-from canon.monitor.ledger import Ledger
+from canon.monitor.judging import OnJudged, OnlineJudge, decide_fields, late_record, together
+from canon.monitor.ledger import SPANS_FIELD, Ledger
 from canon.monitor.stats import MonitorStats
 from canon.project.store import read_json, write_json_atomic
 
@@ -118,7 +118,7 @@ class _Watch:
     seen_events: dict[str, int] = field(default_factory=dict)
     open: dict[str, _Trace] = field(default_factory=dict)
     counts: dict[str, int] = field(
-        default_factory=lambda: {"pass": 0, "fail": 0, "warn": 0, "error": 0}
+        default_factory=lambda: {"pass": 0, "fail": 0, "warn": 0, "error": 0, "late": 0}
     )
 
     def key(self, trace_id: str) -> str:
@@ -143,11 +143,12 @@ class _Watch:
         if not trace_id:
             self.counts["error"] += 1  # not a span: counted, never validated
             return None
+        span_id = str(raw_span or "")
         if self.key(trace_id) in self.ledger.done:
+            self._late(trace_id, span_id or event_id)
             return None
         assert isinstance(span, dict)
         trace = self.open.setdefault(trace_id, _Trace(first_ms=stamp))
-        span_id = str(raw_span or "")
         if span_id and span_id in trace.span_ids:
             return None  # the exporter delivered this span twice
         if span_id:
@@ -159,6 +160,20 @@ class _Watch:
         if not parent:
             trace.has_root = True
         return trace_id
+
+    def _late(self, trace_id: str, span: str) -> None:
+        """With a judge, record a span that came after its trace was decided as ``late``
+        (once per span: a span the decision covered, read again after a restart, is not)."""
+        if self.judge is None:
+            return
+        decided = self.key(trace_id)
+        late_key = f"{decided}#late:{span}"
+        if span in self.ledger.spans.get(decided, ()) or late_key in self.ledger.done:
+            return
+        cause = f"span {span} came after the trace was decided"
+        record = late_record(decided, trace_id, self.judge.clock(), cause)
+        self.counts["late"] += 1
+        self.ledger.finish(late_key, record, f"{trace_id}-late")
 
     def finish_quiet_traces(self, touched: set[str], now: float) -> None:
         """Validate every open trace that is complete after this poll."""
@@ -190,8 +205,10 @@ class _Watch:
         self.counts[verdict.status] += 1
         hook = self.on_violation
         alert = None if hook is None or not verdict.violations else (lambda: hook(record))
-        decided, send = decide_fields(self.judge, execution, verdict, self.on_judged)
+        decided, send = decide_fields(self.judge, self.contract, execution, verdict, self.on_judged)
         stored = {**record.to_dict(), **decided}
+        if decided:  # the spans it covered: one read again after a restart is not late
+            stored[SPANS_FIELD] = sorted(trace.span_ids)
         self.ledger.finish(source, stored, trace_id, together(alert, send))
 
     def next_start_ms(self, newest_ms: int) -> int:
@@ -301,6 +318,8 @@ def monitor_cloudwatch(
         contract, log_group, ledger, metadata, source_map, on_violation, settle, judge, on_judged
     )
     ledger.done |= {watch.key(trace_id) for trace_id in listed}
+    if judge is not None:
+        judge.resume(ledger.spent, ledger.largest)  # a restart does not spend the day twice
     watch.resume_ms = resume_ms
     look_back_ms = int(look_back * 1000)
     newest = resume_ms

@@ -27,7 +27,7 @@ from canon.gates.contracts.audit import AuditRecord, create_audit_record
 from canon.gates.contracts.execution import DataSource, Execution
 from canon.gates.contracts.model import Contract
 from canon.gates.contracts.validate import validate
-from canon.monitor.judging import OnJudged, OnlineJudge, decide_fields, together
+from canon.monitor.judging import OnJudged, OnlineJudge, decide_fields, late_record, together
 from canon.monitor.ledger import RUNS_FIELD, TRACE_ID_FIELD, Ledger
 from canon.monitor.stats import MonitorStats
 from canon.project.contract_files import read_trace_runs, run_stem
@@ -71,7 +71,7 @@ class _Session:
     known: dict[str, tuple[Signature, str]] = field(default_factory=dict)
     pending: set[str] = field(default_factory=set)
     counts: dict[str, int] = field(
-        default_factory=lambda: {"pass": 0, "fail": 0, "warn": 0, "error": 0}
+        default_factory=lambda: {"pass": 0, "fail": 0, "warn": 0, "error": 0, "late": 0}
     )
 
     def visit(self, path: Path) -> None:
@@ -126,13 +126,22 @@ class _Session:
     def _validate(
         self, path: Path, execution: Execution, key: str, stem: str, runs: int, trace_id: str
     ) -> None:
+        judge = self.judge
+        if judge is not None and judge.key(execution.execution_id, self.contract) in (
+            self.ledger.decided
+        ):  # spans of a trace decided from an earlier file: late, never judged twice
+            cause = f"{path.name} came after the trace was decided"
+            late = late_record(str(path), execution.execution_id, self.clock(), cause)
+            self.counts["late"] += 1
+            self.ledger.finish(key, {**late, RUNS_FIELD: runs, TRACE_ID_FIELD: trace_id}, stem)
+            return
         mapping = self.contract.source_map if self.source_map is None else self.source_map
         verdict = validate(self.contract, execution, source_map=mapping)
         record = create_audit_record(verdict, execution, source_map=mapping, trace=str(path))
         self.counts[verdict.status] += 1
         hook = self.on_violation
         alert = None if hook is None or not verdict.violations else (lambda: hook(record))
-        decided, send = decide_fields(self.judge, execution, verdict, self.on_judged)
+        decided, send = decide_fields(judge, self.contract, execution, verdict, self.on_judged)
         stored = {**record.to_dict(), TRACE_ID_FIELD: trace_id, RUNS_FIELD: runs, **decided}
         self.ledger.finish(key, stored, stem, together(alert, send))
 
@@ -199,6 +208,8 @@ def monitor_directory(
             "give another --output-dir"
         )
     ledger = Ledger(None if output_dir is None else Path(output_dir))
+    if judge is not None:
+        judge.resume(ledger.spent, ledger.largest)  # a restart does not spend the day twice
     session = _Session(
         contract,
         ledger,

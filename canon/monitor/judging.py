@@ -15,7 +15,7 @@ import asyncio
 import hashlib
 import threading
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeVar
 
@@ -41,6 +41,7 @@ from canon.gates.contracts.execution import Execution
 from canon.gates.contracts.model import Contract
 from canon.gates.contracts.model import Verdict as ContractVerdict
 from canon.judge.concurrency import AdaptiveLimiter
+from canon.monitor.ledger import DECISION_FIELD, ONCE_FIELD, TRACE_ID_FIELD
 
 T = TypeVar("T")
 
@@ -56,11 +57,16 @@ class Budget(Protocol):
         """Book what the trace really cost (on ``now``'s day) and release its reservation
         (made at ``reserved_at``, on that day's account)."""
 
+    def resume(self, spent: Mapping[str, float], largest: float) -> None:
+        """Start from what the monitor's records show was spent (UTC day -> dollars) and
+        the dearest trace they show, so a restart cannot spend a day's budget twice."""
+
 
 @dataclass
 class LocalBudget:
     """``--budget`` for one process (the directory and CloudWatch monitors): dollars per UTC
-    day, with ``reservation``'s rule (canon.core.online)."""
+    day, with ``reservation``'s rule (canon.core.online). The day's spend survives a
+    restart through ``resume``: the monitor's records carry each judged trace's cost."""
 
     limit: float
     day: str = ""
@@ -68,12 +74,20 @@ class LocalBudget:
     reserved: float = 0.0
     largest: float = 0.0
     in_flight: int = 0
+    carried: dict[str, float] = field(default_factory=dict)  # UTC day -> spend before a start
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def resume(self, spent: Mapping[str, float], largest: float) -> None:
+        with self._lock:
+            self.carried = dict(spent)
+            self.largest = max(self.largest, largest)
+            self.day = ""  # the next reservation starts its day from what was carried
 
     def _roll(self, now: float) -> None:
         today = budget_day(now)
         if today != self.day:
-            self.day, self.spent, self.reserved, self.in_flight = today, 0.0, 0.0, 0
+            self.day, self.reserved, self.in_flight = today, 0.0, 0
+            self.spent = self.carried.get(today, 0.0)
 
     def reserve(self, now: float) -> float | Literal["wait"] | None:
         with self._lock:
@@ -154,6 +168,11 @@ class OnlineJudge:
     def __post_init__(self) -> None:
         check_rate(self.rate)
         object.__setattr__(self, "_loop", _Loop(self.plan.concurrency))
+
+    def resume(self, spent: Mapping[str, float], largest: float) -> None:
+        """Resume the budget from what the monitor's records show spent (see ``Budget``)."""
+        if self.budget is not None:
+            self.budget.resume(spent, largest)
 
     def key(self, trace_id: str, contract: Contract | None) -> str:
         """The trace's once key under this contract and the plan's constitution."""
@@ -237,26 +256,38 @@ def _decision(result: ArtifactResult, trace_id: str, now: float, cost: float) ->
     )
 
 
-DECISION_FIELD = "decision"  # the decision's place in an audit record
 OnJudged = Callable[[Judged, Execution], None]
 
 
 def decide_fields(
     judge: OnlineJudge | None,
+    contract: Contract | None,
     execution: Execution,
     verdict: ContractVerdict | None,
     on_judged: OnJudged | None,
 ) -> tuple[dict[str, object], Callable[[], None] | None]:
     """What judging adds to a trace's audit record (its decision), and the call that sends
     its verdict onward (``on_judged``, e.g. OpenTelemetry events) when the judge was asked;
-    nothing without a judge. The monitors send it as they send an alert: once per trace."""
+    nothing without a judge. The record carries the trace's once key (``OnlineJudge.key``),
+    so a span that comes after it is known late. The monitors send the verdict as they send
+    an alert: once per trace."""
     if judge is None:
         return {}, None
     judged = judge.decide(execution, verdict)
-    fields: dict[str, object] = {DECISION_FIELD: judged.decision.to_dict()}
+    fields: dict[str, object] = {
+        DECISION_FIELD: judged.decision.to_dict(),
+        ONCE_FIELD: judge.key(execution.execution_id, contract),
+    }
     if on_judged is None or judged.result is None:
         return fields, None
     return fields, lambda: on_judged(judged, execution)
+
+
+def late_record(trace: str, trace_id: str, at: float, cause: str) -> dict[str, Any]:
+    """The record of spans that came after their trace was decided: ``late``, never judged
+    (the Redis worker and the file monitors write the same)."""
+    decision = Decision(DecisionKind.LATE, trace_id, at, cause=cause)
+    return {"trace": trace, TRACE_ID_FIELD: trace_id, DECISION_FIELD: decision.to_dict()}
 
 
 def together(*calls: Callable[[], None] | None) -> Callable[[], None] | None:

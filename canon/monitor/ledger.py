@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from canon.core.online import Decision, budget_day
 from canon.errors import InputError
 from canon.project.contract_files import write_audit_record
 
@@ -33,6 +34,9 @@ JOURNAL_FILE = ".canon-monitor-alerts.jsonl"
 KEY_FIELD = "monitor_key"
 RUNS_FIELD = "monitor_runs"  # how many runs the record's file holds
 TRACE_ID_FIELD = "trace_id"
+DECISION_FIELD = "decision"  # the judging decision (canon.core.online.Decision), if judged
+ONCE_FIELD = "once_key"  # the once key (trace, contract, constitution) the decision is under
+SPANS_FIELD = "monitor_spans"  # the span ids a CloudWatch trace's decision covered
 
 
 class LedgerError(InputError):
@@ -66,15 +70,15 @@ def audit_records(directory: Path) -> Iterator[tuple[str, dict[str, Any]]]:
             yield entry.path, data
 
 
-def record_keys(directory: Path) -> Iterator[RecordKey]:
-    """The monitor keys of the audit records in ``directory`` (other files are skipped)."""
-    for _path, data in audit_records(directory):
-        key = data.get(KEY_FIELD)
-        trace = data.get("trace")
-        if isinstance(key, str):
-            yield _run_of_file(key, data)
-        elif isinstance(trace, str) and trace.startswith("cloudwatch:"):
-            yield RecordKey(trace)  # a record from before keys were stored: its trace names it
+def record_key(data: Mapping[str, Any]) -> RecordKey | None:
+    """The monitor key of one audit record (None for a record no monitor wrote)."""
+    key = data.get(KEY_FIELD)
+    trace = data.get("trace")
+    if isinstance(key, str):
+        return _run_of_file(key, data)
+    if isinstance(trace, str) and trace.startswith("cloudwatch:"):
+        return RecordKey(trace)  # a record from before keys were stored: its trace names it
+    return None
 
 
 def _run_of_file(key: str, data: Mapping[str, Any]) -> RecordKey:
@@ -133,6 +137,10 @@ class Ledger:
         self.done: set[str] = set()
         self.files_done: set[str] = set()  # file keys whose every run has a record
         self.alerted: set[str] = set()
+        self.decided: set[str] = set()  # once keys that have a decision
+        self.spans: dict[str, frozenset[str]] = {}  # key -> the span ids its decision covered
+        self.spent: dict[str, float] = {}  # UTC day -> the judge's spend the records show
+        self.largest = 0.0  # the dearest judged trace the records show
         self._journal: int | None = None
         if directory is None:
             return
@@ -142,7 +150,12 @@ class Ledger:
         try:
             _lock(self._journal, directory)
             self.alerted = read_journal(path)
-            keys = list(record_keys(directory))
+            keys = []
+            for where, data in audit_records(directory):
+                entry = record_key(data)
+                if entry is not None:
+                    keys.append(entry)
+                    self._remember(entry.key, data, where)
             self.done = {entry.key for entry in keys}
             self.files_done = complete_files(keys)
         except BaseException:
@@ -169,6 +182,23 @@ class Ledger:
         if self.directory is not None:
             write_audit_record({**record, KEY_FIELD: key}, self.directory, stem)
         self.done.add(key)
+        self._remember(key, record, None)
+
+    def _remember(self, key: str, record: Mapping[str, Any], where: str | None) -> None:
+        """Note a record's once key and covered spans; from the directory (``where``), also
+        its judge spend, which the budget resumes from (a damaged decision: InputError)."""
+        once, spans = record.get(ONCE_FIELD), record.get(SPANS_FIELD)
+        if isinstance(once, str):
+            self.decided.add(once)
+        if isinstance(spans, list):
+            self.spans[key] = frozenset(str(span) for span in spans)
+        if where is None or DECISION_FIELD not in record:
+            return
+        decision = Decision.from_dict(record[DECISION_FIELD], where)
+        if decision.cost:
+            day = budget_day(decision.at)
+            self.spent[day] = self.spent.get(day, 0.0) + decision.cost
+            self.largest = max(self.largest, decision.cost)
 
     def _mark_alerted(self, key: str, record: Mapping[str, Any]) -> None:
         self.alerted.add(key)

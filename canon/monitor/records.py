@@ -8,8 +8,7 @@ from typing import Any
 
 from canon.core.online import Decision
 from canon.errors import InputError
-from canon.monitor.judging import DECISION_FIELD
-from canon.monitor.ledger import audit_records
+from canon.monitor.ledger import DECISION_FIELD, audit_records
 
 
 def decisions_of(records: Iterable[tuple[str, Mapping[str, Any]]]) -> list[Decision]:

@@ -18,6 +18,7 @@ class MonitorStats:
     errors: int
     pending: int  # files that never became readable before the monitor stopped
     interrupted: bool = False
+    late: int = 0  # spans that came after their trace was decided (recorded, never judged)
 
     @classmethod
     def from_counts(
@@ -33,6 +34,7 @@ class MonitorStats:
             errors=counts["error"],
             pending=pending,
             interrupted=interrupted,
+            late=counts.get("late", 0),
         )
 
     @property

@@ -13,11 +13,15 @@ the streams and share everything through Redis, so any worker can finish any tra
    a dead worker's lease runs out), assemble and normalize its spans, run the contract,
    decide it (``canon.monitor.judging``: sample, budget, judge), send its verdict events
    (marked sent in Redis, as the file monitors journal an alert), then record it.
-3. Recording is one Lua script: the record is stored under its once key (trace id,
-   contract digest, constitution digest) only if the key is new (``HSETNX``) and then
-   appended to the records stream; the trace is marked decided and its spans, lease and
-   timers removed. A trace whose key already has a record (its worker died after
-   recording) is finished without a second record; a redelivered entry never makes one.
+3. Recording is one Lua script: the once key (trace id, contract digest, constitution
+   digest) is set only if new (``SET NX``) and then the record appended to the records
+   stream; the trace is marked decided and its spans, lease and timers removed. A trace
+   whose key already has a record (its worker died after recording) is finished without a
+   second record; a redelivered entry never makes one.
+
+What Redis keeps is bounded: a filed entry is deleted from its stream as it is
+acknowledged (a pending one stays), the once keys expire after ``retention`` seconds, and
+each new record trims the records older than that.
 
 The day's budget is a Redis hash per UTC day, changed in optimistic transactions
 (``WATCH``/``MULTI``) by ``reservation``'s rule, so every worker of the group draws on it.
@@ -54,19 +58,21 @@ from canon.gates.contracts.execution import DataSource, Execution
 from canon.gates.contracts.model import Contract
 from canon.gates.contracts.validate import validate
 from canon.monitor.judging import (
-    DECISION_FIELD,
     NO_CONTRACT,
     Judged,
     OnJudged,
     OnlineJudge,
     contract_digest,
+    late_record,
 )
+from canon.monitor.ledger import DECISION_FIELD
 
 INSTALL_LINE = 'pip install "canon-testing[online]"'
 DEFAULT_PREFIX = "canon"
 DEFAULT_STREAMS = 4
 DEFAULT_CLAIM_IDLE = 30.0  # seconds an entry stays with a silent worker before it is claimed
 DEFAULT_LEASE = 120.0  # seconds a worker holds a trace it is deciding
+DEFAULT_RETENTION = 7 * 86_400.0  # seconds a decision's record and once key are kept
 GROUP = "canon-workers"
 BUDGET_TTL = 3 * 86_400  # a day's budget hash outlives its day by two
 
@@ -122,21 +128,20 @@ class Keys:
     def born(self) -> str:  # trace id -> its first arrival
         return f"{self.prefix}:born"
 
-    @property
-    def decided(self) -> str:  # trace id -> the once key of its decision
-        return f"{self.prefix}:decided"
+    # One string per trace or once key, each expiring after the retention (Redis 7.0 has
+    # no expiry for a hash's fields), so the memory of what was decided does not grow.
 
-    @property
-    def done(self) -> str:  # once key -> the record
-        return f"{self.prefix}:done"
+    def decided(self, trace_id: str) -> str:  # -> the once key of the trace's decision
+        return f"{self.prefix}:decided:{trace_id}"
 
-    @property
-    def sent(self) -> str:  # once key -> 1 when its verdict events were sent
-        return f"{self.prefix}:sent"
+    def done(self, once: str) -> str:  # -> the worker that recorded it
+        return f"{self.prefix}:done:{once}"
 
-    @property
-    def judging(self) -> str:  # once key -> the worker that began judging it
-        return f"{self.prefix}:judging"
+    def sent(self, once: str) -> str:  # -> the worker that sent its verdict events
+        return f"{self.prefix}:sent:{once}"
+
+    def judging(self, once: str) -> str:  # -> the worker that began judging it
+        return f"{self.prefix}:judging:{once}"
 
     @property
     def records(self) -> str:  # every record, in the order they were made
@@ -165,7 +170,7 @@ def append_spans(
 # ---------------------------------------------------------------- Lua scripts
 
 _FILE = """
-if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then
+if redis.call('EXISTS', KEYS[1]) == 1 then
   redis.call('XADD', KEYS[6], '*', 'record', ARGV[7])
 else
   redis.call('RPUSH', KEYS[2], ARGV[2])
@@ -176,7 +181,9 @@ else
   if ARGV[4] == '1' then redis.call('HSET', KEYS[3], 'root', '1') end
   redis.call('ZADD', KEYS[4], ARGV[3], ARGV[1])
 end
-return redis.call('XACK', KEYS[7], ARGV[5], ARGV[6])
+local acked = redis.call('XACK', KEYS[7], ARGV[5], ARGV[6])
+redis.call('XDEL', KEYS[7], ARGV[6])
+return acked
 """
 
 _RENEW = """
@@ -187,9 +194,13 @@ return 0
 """
 
 _RECORD = """
-local new = redis.call('HSETNX', KEYS[1], ARGV[1], ARGV[3])
-if new == 1 then redis.call('XADD', KEYS[3], '*', 'record', ARGV[3]) end
-redis.call('HSET', KEYS[2], ARGV[2], ARGV[1])
+local new = 0
+if redis.call('SET', KEYS[1], ARGV[6], 'NX', 'PX', ARGV[7]) then
+  new = 1
+  redis.call('XADD', KEYS[3], '*', 'record', ARGV[3])
+  redis.call('XTRIM', KEYS[3], 'MINID', ARGV[8])
+end
+redis.call('SET', KEYS[2], ARGV[1], 'PX', ARGV[7])
 if redis.call('LLEN', KEYS[4]) > tonumber(ARGV[4]) then
   redis.call('XADD', KEYS[3], '*', 'record', ARGV[5])
 end
@@ -250,6 +261,9 @@ class RedisBudget:
 
         self.client.transaction(attempt, key, held)
 
+    def resume(self, spent: Mapping[str, float], largest: float) -> None:
+        """Nothing to resume: the spend lives in Redis, across every worker and restart."""
+
     def spent(self, now: float) -> float:
         """What the group spent on ``now``'s day."""
         return float(self.client.hget(self.keys.budget(budget_day(now)), "spent") or 0)
@@ -285,6 +299,7 @@ class Worker:
     settle_max: float = DEFAULT_SETTLE_MAX
     claim_idle: float = DEFAULT_CLAIM_IDLE
     lease: float = DEFAULT_LEASE
+    retention: float = DEFAULT_RETENTION
     batch: int = 200
     block: float = 0.2
     concurrency: int = 8
@@ -296,6 +311,7 @@ class Worker:
         self._file = self.client.register_script(_FILE)
         self._record = self.client.register_script(_RECORD)
         self._renew = self.client.register_script(_RENEW)
+        self._retention_ms = max(1, int(self.retention * 1000))
         digest = NO_CONTRACT if self.contract is None else contract_digest(self.contract)
         self._contract_digest = digest
         self._cursors = {self.keys.stream(i): "0-0" for i in range(self.streams)}
@@ -344,10 +360,9 @@ class Worker:
             if not fields:
                 continue  # deleted from the stream while pending: nothing to file
             trace_id = str(fields.get("trace", "")).lower()
-            late = Decision(DecisionKind.LATE, trace_id, now, cause="a span came after")
             self._file(
                 keys=[
-                    self.keys.decided,
+                    self.keys.decided(trace_id),
                     self.keys.spans(trace_id),
                     self.keys.meta(trace_id),
                     self.keys.pending,
@@ -362,7 +377,7 @@ class Worker:
                     fields.get("root", "0"),
                     GROUP,
                     entry_id,
-                    json.dumps(self._late(late)),
+                    json.dumps(self._late(trace_id, now, "a span came after")),
                 ],
                 client=pipe,
             )
@@ -372,13 +387,8 @@ class Worker:
         self.stats.entries += filed
         return filed
 
-    def _late(self, decision: Decision) -> dict[str, Any]:
-        return {
-            "trace": f"redis:{decision.trace_id}",
-            "trace_id": decision.trace_id,
-            DECISION_FIELD: decision.to_dict(),
-            "worker": self.name,
-        }
+    def _late(self, trace_id: str, at: float, cause: str) -> dict[str, Any]:
+        return {**late_record(f"redis:{trace_id}", trace_id, at, cause), "worker": self.name}
 
     def settled_traces(self, limit: int = 256) -> list[str]:
         """Traces complete now, oldest first (at most ``limit``)."""
@@ -489,14 +499,15 @@ class Worker:
     def _decide(self, trace_id: str) -> bool:
         documents = self.client.lrange(self.keys.spans(trace_id), 0, -1)
         key = self._once_key(trace_id)
-        if self.client.hexists(self.keys.done, key):
+        if self.client.exists(self.keys.done(key)):
             record: dict[str, Any] | None = None  # its worker died after recording it
         else:
             record = self._record_of(trace_id, documents, key)
+        now = self.clock()
         new = self._record(
             keys=[
-                self.keys.done,
-                self.keys.decided,
+                self.keys.done(key),
+                self.keys.decided(trace_id),
                 self.keys.records,
                 self.keys.spans(trace_id),
                 self.keys.meta(trace_id),
@@ -510,15 +521,11 @@ class Worker:
                 json.dumps(record or {}, sort_keys=True),
                 len(documents),
                 json.dumps(
-                    self._late(
-                        Decision(
-                            DecisionKind.LATE,
-                            trace_id,
-                            self.clock(),
-                            cause="a span came while the trace was being decided",
-                        )
-                    )
+                    self._late(trace_id, now, "a span came while the trace was being decided")
                 ),
+                self.name,
+                self._retention_ms,
+                f"{max(0, int((now - self.retention) * 1000))}-0",  # older records go
             ],
         )
         self.stats.decided += 1
@@ -573,17 +580,17 @@ class Worker:
     def _start_judging(self, key: str) -> str | None:
         """Mark the trace's judging begun (once per once key); the cause to record instead
         when a worker began it before and died before recording it."""
-        if self.client.hsetnx(self.keys.judging, key, self.name):
+        if self.client.set(self.keys.judging(key), self.name, nx=True, px=self._retention_ms):
             return None
         return (
-            f"worker {self.client.hget(self.keys.judging, key)} died while judging it; "
+            f"worker {self.client.get(self.keys.judging(key))} died while judging it; "
             "a trace is judged at most once, so the judge is not asked again"
         )
 
     def _send_once(self, key: str, send: Callable[[], None]) -> None:
         """Mark sent, send, then (the caller) record: events go out at most once; a kill
         during the send loses that trace's events (or their rest), never repeats them."""
-        if self.client.hsetnx(self.keys.sent, key, self.name):
+        if self.client.set(self.keys.sent(key), self.name, nx=True, px=self._retention_ms):
             send()
 
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from canon.core.evidence import DecisionRule
+from canon.core.online import MONITOR_SETTINGS, MonitorSettings
 from canon.core.rubric import refuse_rubric_override
 from canon.core.scoring import check_threshold
 from canon.errors import CanonError, ConfigError, UsageError
@@ -75,6 +76,7 @@ _KNOWN_KEYS = frozenset(
         "max_reasks",
         "max_cost",
         "otel",
+        "monitor",
     }
 )
 
@@ -107,6 +109,8 @@ class Config:
     allow_outside_paths: bool = False
     # otel: true / strict sends every run's results as gen_ai.evaluation.result events
     otel: OtelMode = "off"
+    # monitor: the monitors' judging defaults (judge, sample, salt, budget, settle, ...)
+    monitor: MonitorSettings = field(default_factory=MonitorSettings)
 
     @property
     def project_roots(self) -> tuple[Path, ...]:
@@ -269,6 +273,8 @@ def config_from_mapping(data: Mapping[str, Any], *, source: Path, base_dir: Path
         raise ConfigError(f"{source}: 'allow_outside_paths' must be true or false, got {outside!r}")
     values["allow_outside_paths"] = outside
     values["otel"] = _otel(data.get("otel", False), source)
+    if data.get("monitor") is not None:
+        values["monitor"] = _monitor(data["monitor"], source)
     values.setdefault("baselines_dir", base_dir / DEFAULT_BASELINES_DIR)
     return Config(source=source, base_dir=base_dir, **values)
 
@@ -347,6 +353,46 @@ def _otel(raw: object, source: Path) -> OtelMode:
     if raw == "strict":
         return "strict"
     raise ConfigError(f"{source}: 'otel' must be true, false or strict, got {raw!r}")
+
+
+def _monitor(raw: object, source: Path) -> MonitorSettings:
+    """The ``monitor:`` section: each key checked as its command-line flag checks it."""
+    if not isinstance(raw, Mapping):
+        raise ConfigError(f"{source}: 'monitor' must be a mapping, got {raw!r}")
+    unknown = sorted(str(k) for k in raw if k not in MONITOR_SETTINGS)
+    if unknown:
+        raise ConfigError(
+            f"{source}: unknown monitor setting(s) {', '.join(map(repr, unknown))}"
+            f"{did_you_mean(unknown, MONITOR_SETTINGS)}; known monitor settings are "
+            f"{', '.join(MONITOR_SETTINGS)}"
+        )
+    judge = raw.get("judge", False)
+    if not isinstance(judge, bool):
+        raise ConfigError(f"{source}: 'monitor.judge' must be true or false, got {judge!r}")
+    salt = raw.get("salt")
+    if salt is not None and (not isinstance(salt, str) or not salt):
+        raise ConfigError(f"{source}: 'monitor.salt' must be non-empty text, got {salt!r}")
+    numbers: dict[str, float] = {}
+    for key in ("sample", "budget", "settle", "settle_max"):
+        numbers.update(_monitor_number(raw, key, 1.0 if key == "sample" else math.inf, source))
+    return MonitorSettings(judge=judge, salt=salt, **numbers)
+
+
+def _monitor_number(
+    raw: Mapping[Any, Any], key: str, high: float, source: Path
+) -> dict[str, float]:
+    value = raw.get(key)
+    if value is None:
+        return {}
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not 0 <= value <= high
+        or not math.isfinite(value)
+    ):
+        span = "from 0 to 1" if high == 1.0 else ">= 0"
+        raise ConfigError(f"{source}: 'monitor.{key}' must be a number {span}, got {value!r}")
+    return {key: float(value)}
 
 
 def _judge_cache(raw: object, base_dir: Path, source: Path) -> Path | None:

@@ -327,7 +327,7 @@ def test_a_trace_whose_worker_died_while_judging_it_is_unscored_not_judged_again
     worker = Worker(client, keys, 1, judge=judge, settle=0, name="successor")
     worker.join()
     ident = trace_id(3)
-    client.hset(keys.judging, worker._once_key(ident), "victim")  # began, then SIGKILL
+    client.set(keys.judging(worker._once_key(ident)), "victim")  # began, then SIGKILL
     doc = json.dumps(trace_document(ident))
     client.xadd(keys.stream(0), {"trace": ident, "doc": doc, "root": "1"})
     worker.step()

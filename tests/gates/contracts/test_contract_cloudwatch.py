@@ -550,3 +550,41 @@ def test_the_cloudwatch_monitor_judges_each_trace_once_with_its_request_and_answ
     assert decisions[bad]["kind"] == "gate-failed"
     assert len(seen) == 1 and seen[0].result is not None
     assert seen[0].decision.trace_id == good
+
+
+def test_with_a_judge_a_span_after_the_decision_is_recorded_late_once(
+    logs: Any, tmp_path: Path
+) -> None:
+    from canon.check.plan import build_plan
+    from canon.monitor.judging import OnlineJudge
+    from canon.project.config import load_config
+
+    from support.cli import copy_example
+
+    plan = build_plan(load_config(cwd=copy_example(tmp_path)))
+    group = _group(logs, "late")
+    trace = "e" * 32
+    _put(logs, group, _trace(trace, "lookup"))
+    out = tmp_path / "audit"
+
+    def watch() -> Any:  # a fresh monitor each time: a restart reads the group again
+        return monitor_cloudwatch(
+            load_contract(CONTRACT), group, output_dir=out, max_polls=2,
+            sleep=lambda _: None, client=logs, settle=0, judge=OnlineJudge(plan),
+        )  # fmt: skip
+
+    assert watch().validated == 1
+    late = _span(trace, "0000000000000003", "0000000000000001", "execute_tool lookup")
+    _put(logs, group, [late])
+    # restarted: the decided spans are read again (the look-back) and are not late; the
+    # new one is, once (a second restart reads it again and records nothing)
+    again = watch()
+    assert (again.validated, again.late) == (0, 1)
+    third = watch()
+    assert (third.validated, third.late) == (0, 0)
+    records = _records(out)
+    kinds = sorted(r["decision"]["kind"] for r in records)
+    assert kinds == ["late", "unscored"]  # the test trace has no answer for the judge
+    (record,) = [r for r in records if r["decision"]["kind"] == "late"]
+    assert record["trace_id"] == trace and "verdict" not in record
+    assert "0000000000000003" in record["decision"]["cause"]
