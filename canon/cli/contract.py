@@ -326,6 +326,7 @@ def _print_stats(stats: MonitorStats) -> None:
         f"validated {stats.validated} trace(s) in {stats.polls} poll(s): {stats.passed} passed, "
         f"{stats.failed} failed, {stats.warned} warned, {stats.errors} unreadable, "
         f"{stats.pending} pending; compliance {rate}"
+        + (f"; {stats.late} late span(s) recorded, not judged" if stats.late else "")
     )
 
 

@@ -61,17 +61,20 @@ def test_a_late_span_file_is_recorded_late_by_a_running_monitor_never_judged_twi
         "--contract", str(CONTRACT), "--output-dir", str(out), "--settle", "0",
         "--poll-interval", "0.1", "--max-polls", "40", "--judge",
     ]  # fmt: skip
-    process = subprocess.Popen(command, cwd=project, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        command, cwd=project, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
     try:
         deadline = time.monotonic() + 60
         while not _records(out) and process.poll() is None and time.monotonic() < deadline:
             time.sleep(0.05)
         assert len(_records(out)) == 1, "the monitor never decided the first trace"
         _drop(watch, "b.json", _late_part(ident))  # the same trace, after its decision
-        _, stderr = process.communicate(timeout=60)
+        stdout, stderr = process.communicate(timeout=60)
     finally:
         process.kill()
     assert process.returncode == 0, stderr
+    assert "1 late span(s) recorded, not judged" in stdout  # the session's summary says so
     first, late = sorted(_records(out), key=lambda r: r["decision"]["kind"])
     assert first["decision"]["kind"] == "judged" and first["trace"].endswith("a.json")
     assert late["decision"]["kind"] == "late" and late["trace"].endswith("b.json")
