@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import itertools
 import json
 import os
 import time
@@ -218,8 +217,9 @@ def test_calls_never_go_faster_than_the_wires_published_rate() -> None:
         return sorted(stamps)
 
     stamps = asyncio.run(calls())
-    gaps = [b - a for a, b in itertools.pairwise(stamps)]
-    assert min(gaps) >= 0.045 and stamps[-1] - stamps[0] >= 0.24
+    # Call k starts no sooner than k slots after the first (a late wake-up under load may
+    # bring two calls closer, never the run ahead of the rate).
+    assert all(t - stamps[0] >= k * 0.05 - 0.002 for k, t in enumerate(stamps))
     assert WIRES["typesafe"].per_minute == 1200 and WIRES["openai-decisions"].per_minute is None
 
 
