@@ -301,7 +301,8 @@ async def ask_sample(
             except JudgeScriptError:
                 raise
             except JudgeError as exc:
-                failed(kind, exc, len(asked))
+                # every answer these cells were to get from the call (as the tallies count them)
+                failed(kind, exc, sum(len(c.reworded) + len(c.reordered) for c in cells))
                 answers = None
         if answers is not None:
             spent.append((kind, answers.usage))

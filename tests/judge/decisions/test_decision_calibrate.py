@@ -1,20 +1,27 @@
-"""calibrate with a decision judge asks one call per artifact, and finds what asking one
-question per call finds (the CLI's counts at the servers are in test_decision_cli.py)."""
+"""calibrate with a decision judge asks one call per artifact, finds what asking one
+question per call finds, and fails closed when a call or an answer fails (the CLI's counts
+at the servers are in test_decision_cli.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
+from pathlib import Path
+from typing import Any
 
 from canon.check.calibrate import ask_sample, calibration_cells, sent_requests
 from canon.check.runner import ScoringPlan
 from canon.core.artifact import Artifact
 from canon.core.scoring import Answer
+from canon.errors import ExitCode
 from canon.judge.base import JudgeRequest
 from canon.judge.decisions.judge import DecisionJudge
 from canon.project.store import load_rubric
 
+from support.cli import copy_example, run_canon
 from support.helper_modules import load_helper
+from support.network import without_otel
 
 decision_server = load_helper("judge/decisions/decision_server.py")
 helpers = load_helper("judge/decisions/decision_helpers.py")
@@ -61,3 +68,43 @@ def test_one_call_per_artifact_finds_what_one_call_per_question_finds() -> None:
     # any deterministic judge (an LLM at temperature 0 too) is re-asked nothing
     assert all(not cell.repeats for cell in calibration_cells(alone, artifacts, cells=5, seed=4))
     assert single.deterministic and single.recommended_flip_rate is None
+
+
+def _project(root: Path, url: str) -> tuple[Path, dict[str, str]]:
+    where = copy_example(root)
+    (where / "canon.yaml").write_text(
+        "judge_model: typesafe:jev-1.13.0\nconstitution_path: constitution.yaml\n"
+        "suite: suite.yaml\njudge_cache: false\njudge_options:\n  max_attempts: 1\n"
+    )
+    return where, without_otel(TYPESAFE_BASE_URL=url, TYPESAFE_API_KEY="k")
+
+
+def test_a_call_that_fails_leaves_all_its_answers_out_and_exits_3(tmp_path: Path) -> None:
+    with decision_server.running(decision_server.DecisionServer(always="503")) as running:
+        where, env = _project(tmp_path, running.url)
+        found = run_canon(where, "calibrate", "--cells", "4", "--format", "json", env=env)
+    assert found.returncode == ExitCode.JUDGE_UNAVAILABLE, found.stderr
+    assert "unavailable for" in found.stderr and "503" in found.stderr
+    document = json.loads(found.stdout)
+    calls = len(running.requests)
+    assert calls >= 1 and document["unavailable_answers"] == document["failed_answers"] > 0
+    assert document["paraphrase_stability"] == {} == document["order_stability"]
+
+
+def _drop_one(body: dict[str, Any]) -> dict[str, Any]:
+    """Leave out the answer to the first question's first wording."""
+    body["answers"].pop(sorted(body["answers"])[0])
+    return body
+
+
+def test_a_missing_answer_is_left_out_never_counted(tmp_path: Path) -> None:
+    with decision_server.running(decision_server.DecisionServer(tamper=_drop_one)) as running:
+        where, env = _project(tmp_path, running.url)
+        found = run_canon(where, "calibrate", "--cells", "4", "--format", "json", env=env)
+        calls = len(running.requests)
+    assert found.returncode == ExitCode.OK, found.stderr
+    document = json.loads(found.stdout)
+    # each call lost one answer (a question's wording or order), nothing else
+    assert 0 < document["failed_answers"] <= 2 * calls and document["unavailable_answers"] == 0
+    asked = sum(t["answers"] for t in document["paraphrase_stability"].values())
+    assert 0 < asked < 4 * 3

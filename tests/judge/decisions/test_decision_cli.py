@@ -175,9 +175,13 @@ def test_calibrate_sends_one_request_per_artifact_and_reports_no_flip_rate(
     questions = len(load_rubric().questions_for(constitution))
     # every cell of the three artifacts is sampled: each artifact's call asks all of them
     cells = str(questions * len(ARTIFACTS))
+    estimated = canon(
+        where, served, "calibrate", "--cells", cells, "--estimate", "--format", "json"
+    )
+    assert estimated.returncode == ExitCode.OK and served.received() == 0, estimated.stderr
     found = canon(where, served, "calibrate", "--cells", cells, "--format", "json")
     assert found.returncode == ExitCode.OK, found.stderr
-    assert served.received() == len(ARTIFACTS)
+    assert served.received() == len(ARTIFACTS) == json.loads(estimated.stdout)["estimate"]["calls"]
     # every question in every wording (the check's call), plus the first wording re-ordered
     assert all(len(body["questions"]) > ASKED for body in served.bodies)
     document = json.loads(found.stdout)
