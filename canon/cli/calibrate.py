@@ -64,6 +64,7 @@ def calibrate(
     A deterministic judge (a decision model, an LLM at temperature 0) answers an identical
     request identically and is never re-asked: no flip rate is measured or recommended
     ("deterministic": true, "recommended_flip_rate": null), only its stability.
+
     Exit codes: 0 measured, 2 bad input or config, 3 the judge was unavailable, 4 the run
     would exceed max_cost.
     """

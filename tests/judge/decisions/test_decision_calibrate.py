@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -15,7 +16,7 @@ from canon.check.runner import ScoringPlan
 from canon.core.artifact import Artifact
 from canon.core.scoring import Answer
 from canon.errors import ExitCode
-from canon.judge.base import JudgeRequest
+from canon.judge.base import JudgeRequest, ResponseAnswers
 from canon.judge.decisions.judge import DecisionJudge
 from canon.project.store import load_rubric
 
@@ -68,6 +69,40 @@ def test_one_call_per_artifact_finds_what_one_call_per_question_finds() -> None:
     # any deterministic judge (an LLM at temperature 0 too) is re-asked nothing
     assert all(not cell.repeats for cell in calibration_cells(alone, artifacts, cells=5, seed=4))
     assert single.deterministic and single.recommended_flip_rate is None
+
+
+class Sampling:
+    """The decision judge as if it sampled afresh (not deterministic): its re-asks count."""
+
+    deterministic = False
+
+    def __init__(self, inner: DecisionJudge) -> None:
+        self.inner = inner
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    async def answer(self, request: JudgeRequest) -> Answer:
+        return await self.inner.answer(request)
+
+    async def answer_all(self, requests: Sequence[JudgeRequest]) -> ResponseAnswers:
+        return await self.inner.answer_all(requests)
+
+
+def test_a_whole_response_judge_that_samples_is_also_re_asked_a_question_at_a_time() -> None:
+    artifacts = [Artifact(f"I refunded {i}9.99 EUR twice.", id=f"a{i}") for i in range(3)]
+    with decision_server.running() as running:
+        judge = DecisionJudge("typesafe", "jev-1.13.0", api_key="k", api_base=running.url)
+        plan = ScoringPlan(helpers.CONSTITUTION, RUBRIC, Sampling(judge), 0.5)
+        sample = calibration_cells(plan, artifacts, cells=6, repeats=3, seed=1)
+        found = asyncio.run(ask_sample(plan, sample))
+        # one call per artifact for the wordings and orders, one per re-ask
+        calls = len({cell.artifact.key for cell in sample}) + 3 * len(sample)
+        assert len(running.requests) == calls
+    assert not found.deterministic and found.recommended_flip_rate is not None
+    assert sum(t.answers for t in found.by_kind.values()) == 3 * len(sample)
+    assert found.paraphrase and found.order and found.failed == 0
 
 
 def _project(root: Path, url: str) -> tuple[Path, dict[str, str]]:
