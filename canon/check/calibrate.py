@@ -291,8 +291,7 @@ async def ask_sample(
         judge: ResponseJudge, cells: Sequence[CalibrationCell], asked: Sequence[JudgeRequest]
     ) -> list[list[str | None]]:
         # One call answers every wording and order of these cells; their re-asks (a judge
-        # that is not deterministic only) go one at a time, as the check's do.
-        again = asyncio.gather(*(asyncio.gather(*(ask(r) for r in c.repeats)) for c in cells))
+        # that is not deterministic only) then go one at a time, as the check's do.
         kind = asked[0].question.kind
         labels: dict[tuple[str, int], str | None] = {}
         async with limiter:
@@ -312,7 +311,7 @@ async def ask_sample(
                 labels[key] = (
                     None if not isinstance(outcome, Answer) else _modal(outcome.distribution)
                 )
-        repeated = await again
+        repeated = [await asyncio.gather(*(ask(r) for r in c.repeats)) for c in cells]
         found: list[list[str | None]] = []
         for cell, first in zip(cells, repeated, strict=True):
             later = cell.reworded + cell.reordered

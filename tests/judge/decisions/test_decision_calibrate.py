@@ -11,6 +11,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from canon.check.calibrate import ask_sample, calibration_cells, sent_requests
 from canon.check.runner import ScoringPlan
 from canon.core.artifact import Artifact
@@ -143,3 +145,23 @@ def test_a_missing_answer_is_left_out_never_counted(tmp_path: Path) -> None:
     assert 0 < document["failed_answers"] <= 2 * calls and document["unavailable_answers"] == 0
     asked = sum(t["answers"] for t in document["paraphrase_stability"].values())
     assert 0 < asked < 4 * 3
+
+
+@pytest.mark.parametrize("budget", ["", "max_cost: 5\n"])
+def test_an_llm_at_temperature_0_is_deterministic_too_under_a_budget(
+    tmp_path: Path, fake_llm: Any, budget: str
+) -> None:
+    fake_llm.script("", "ANSWER: yes")
+    where = copy_example(tmp_path)
+    (where / "canon.yaml").write_text(
+        "judge_model: openai:gpt-4o-mini\nconstitution_path: constitution.yaml\n"
+        "suite: suite.yaml\njudge_cache: false\n"
+        f"judge_options:\n  temperature: 0\n  reask_temperature: 0\n{budget}"
+    )
+    env = without_otel(OPENAI_BASE_URL=fake_llm.base_url, OPENAI_API_KEY="sk-test")
+    found = run_canon(where, "calibrate", "--cells", "2", "--format", "json", env=env)
+    assert found.returncode == ExitCode.OK, found.stderr
+    document = json.loads(found.stdout)
+    assert document["deterministic"] is True and document["recommended_flip_rate"] is None
+    # no re-ask: each cell in its three wordings and its choice orders (one is the same ask)
+    assert document["by_kind"] == {} and len(fake_llm.requests) == document["usage"]["calls"]
