@@ -54,7 +54,7 @@ def test_one_call_per_artifact_finds_what_one_call_per_question_finds() -> None:
     with decision_server.running() as running:
         judge = DecisionJudge("typesafe", "jev-1.13.0", api_key="k", api_base=running.url)
         plan = ScoringPlan(helpers.CONSTITUTION, RUBRIC, judge, 0.5)
-        sample = calibration_cells(plan, artifacts, cells=10, repeats=3, seed=4)
+        sample = calibration_cells(plan, artifacts, cells=6, repeats=3, seed=4)
         grouped = asyncio.run(ask_sample(plan, sample))
         calls = len({cell.artifact.key for cell in sample})
         assert 1 < calls == len(running.requests)

@@ -17,7 +17,7 @@ from support.helper_modules import load_helper
 decision_server = load_helper("judge/decisions/decision_server.py")
 
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples"
-CLEAN = 10  # artifacts whose three responses read well on every question
+CLEAN = 5  # artifacts whose three responses read well on every question
 TESTS = f"""
 import pytest
 from canon import Artifact
