@@ -10,6 +10,14 @@ Two stability measures separate what moves the answers, each asked as a first as
 judge at temperature 0 shows only what the change itself does): *paraphrase* stability asks
 each cell in every wording of its question with the choices in the rubric's order, *order*
 stability asks its own wording with the choices in up to three orders.
+
+A judge that answers a whole response in one call (a decision model) is asked as the check
+asks it: one call per sampled artifact carries every wording of its sampled questions
+(``canon.check.runner.response_requests``) and, in the same call, their first wording in up
+to three choice orders. A deterministic judge (a decision model, an LLM at temperature 0)
+gives an identical request the identical answer and the check never re-asks it: no re-ask is
+sent, no flip rate is reported or recommended, and what is measured is how its answers move
+across wordings and orders.
 """
 
 from __future__ import annotations
@@ -18,18 +26,19 @@ import asyncio
 import dataclasses
 import math
 import random
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
-from canon.check.runner import DEFAULT_CONCURRENCY, ScoringPlan
+from canon.check.runner import DEFAULT_CONCURRENCY, ScoringPlan, response_requests, wordings
 from canon.core.artifact import Artifact
 from canon.core.evidence import DEFAULT_FLIP_RATE
 from canon.core.prompt import choice_order
 from canon.core.rubric import Question
+from canon.core.scoring import Answer
 from canon.core.stats import wilson_ci
 from canon.core.usage import Usage, UsageSummary, summarize
 from canon.errors import JudgeError, JudgeScriptError, JudgeUnavailableError, UsageError
-from canon.judge.base import JudgeRequest
+from canon.judge.base import JudgeRequest, ResponseJudge, is_deterministic, response_judge
 
 MAX_SENSIBLE_FLIP_RATE = 0.3  # beyond this, re-asking costs more than a better judge
 ORDERS = 3  # choice orders asked for order stability (the gate has only two)
@@ -70,10 +79,16 @@ class Calibration:
     # the first such failure's message.
     unavailable: int = 0
     first_unavailable: str | None = None
+    # The judge answers an identical request identically: no re-ask was sent (it would
+    # repeat the first answer), so ``by_kind`` is empty and nothing is recommended.
+    deterministic: bool = False
 
     @property
-    def recommended_flip_rate(self) -> float:
-        """The flip_rate setting to use: the worst kind's upper bound, rounded up."""
+    def recommended_flip_rate(self) -> float | None:
+        """The flip_rate setting to use: the worst kind's upper bound, rounded up; None for a
+        deterministic judge, whose re-asks measure nothing."""
+        if self.deterministic:
+            return None
         uppers = [t.interval[1] for t in self.by_kind.values() if t.answers]
         if not uppers:
             return DEFAULT_FLIP_RATE
@@ -83,6 +98,14 @@ class Calibration:
     def advice(self) -> str:
         """What to do with the measurement, in one sentence."""
         rate = self.recommended_flip_rate
+        if rate is None:
+            return (
+                "this judge is deterministic (an identical request gets the identical answer), "
+                "so re-asking it measures nothing and no flip_rate is recommended; the "
+                "stability above is what varies its answers, and a misreading every wording "
+                "shares does not show there: judge replicates (the check measures the "
+                "misreading rate across responses) or set a confirm_judge"
+            )
         smallest = min((t.answers for t in self.by_kind.values()), default=0)
         if smallest < 60:
             return (
@@ -137,6 +160,24 @@ def calibration_cells(
         raise UsageError("calibration needs at least one artifact in the suite")
     pairs = [(a, q) for a in artifacts for q in plan.questions]
     chosen = random.Random(seed).sample(pairs, min(cells, len(pairs)))
+    # A deterministic judge's re-asks would tell nothing the wordings and orders do not.
+    again = 0 if is_deterministic(plan.judge) else repeats
+    if response_judge(plan.judge) is not None:
+        # Asked as the check asks it: every wording (each in its own choice order), and the
+        # first wording in other orders.
+        return tuple(
+            CalibrationCell(
+                artifact,
+                question,
+                tuple(plan.request(artifact, question, v) for v in range(1, again + 1)),
+                tuple(response_requests(plan, artifact, [question])),
+                tuple(
+                    plan.request(artifact, question, v)
+                    for v in _variants_with_new_orders(question, wordings(question))[:ORDERS]
+                ),
+            )
+            for artifact, question in chosen
+        )
 
     def request(artifact: Artifact, question: Question, variant: int) -> JudgeRequest:
         return JudgeRequest(
@@ -148,7 +189,7 @@ def calibration_cells(
         CalibrationCell(
             artifact,
             question,
-            tuple(request(artifact, question, v) for v in range(1, repeats + 1)),
+            tuple(request(artifact, question, v) for v in range(1, again + 1)),
             tuple(request(artifact, p, 0) for p in paraphrases(question)),
             tuple(request(artifact, p, 0) for p in reorderings(question)),
         )
@@ -175,6 +216,33 @@ async def calibrate(
     return await ask_sample(plan, sampled, concurrency=concurrency, on_cell=on_cell)
 
 
+def response_calls(
+    sampled: Sequence[CalibrationCell],
+) -> list[tuple[tuple[int, ...], tuple[JudgeRequest, ...]]]:
+    """For a judge that answers a whole response in one call: per sampled artifact, the
+    cells one call answers (their places in ``sampled``) and that call's requests, every
+    (question, variant) of those cells' wordings and orders once."""
+    groups: dict[str, list[int]] = {}
+    for index, cell in enumerate(sampled):
+        groups.setdefault(cell.artifact.key, []).append(index)
+    calls: list[tuple[tuple[int, ...], tuple[JudgeRequest, ...]]] = []
+    for indices in groups.values():
+        asked: dict[tuple[str, int], JudgeRequest] = {}
+        for index in indices:
+            for request in sampled[index].reworded + sampled[index].reordered:
+                asked.setdefault((request.question.id, request.variant), request)
+        calls.append((tuple(indices), tuple(asked.values())))
+    return calls
+
+
+def sent_requests(plan: ScoringPlan, sampled: Sequence[CalibrationCell]) -> list[JudgeRequest]:
+    """Every request calibration sends (what ``--estimate`` prices and the budget holds)."""
+    if response_judge(plan.judge) is None:
+        return [request for cell in sampled for request in cell.requests]
+    calls = [request for _cells, asked in response_calls(sampled) for request in asked]
+    return [request for cell in sampled for request in cell.repeats] + calls
+
+
 async def ask_sample(
     plan: ScoringPlan,
     sampled: Sequence[CalibrationCell],
@@ -182,11 +250,18 @@ async def ask_sample(
     concurrency: int = DEFAULT_CONCURRENCY,
     on_cell: CellProgress | None = None,
 ) -> Calibration:
-    """Send each cell's requests (``calibration_cells``) and tally the answers."""
+    """Send each cell's requests (``calibration_cells``) and tally the answers: one at a
+    time, or one call per artifact to a judge that answers a whole response at once."""
     limiter = asyncio.Semaphore(max(1, concurrency))
     spent: list[tuple[str, Usage | None]] = []
     outages: list[str] = []
     done = 0
+
+    def failed(kind: str, exc: JudgeError, answers: int = 1) -> None:
+        if exc.usage is not None:  # a failed answer still pays for its attempts
+            spent.append((kind, exc.usage))
+        if isinstance(exc, JudgeUnavailableError):
+            outages.extend([str(exc)] * answers)
 
     async def ask(request: JudgeRequest) -> str | None:
         kind = request.question.kind
@@ -196,36 +271,79 @@ async def ask_sample(
             except JudgeScriptError:
                 raise
             except JudgeError as exc:
-                if exc.usage is not None:  # a failed answer still pays for its attempts
-                    spent.append((kind, exc.usage))
-                if isinstance(exc, JudgeUnavailableError):
-                    outages.append(str(exc))
+                failed(kind, exc)
                 return None
         spent.append((kind, answer.usage))
-        return max(sorted(answer.distribution), key=lambda label: answer.distribution[label])
+        return _modal(answer.distribution)
 
-    async def ask_cell(cell: CalibrationCell) -> list[str | None]:
+    def told(cell: CalibrationCell) -> None:
         nonlocal done
-        labels = await asyncio.gather(*(ask(r) for r in cell.requests))
         done += 1
         if on_cell is not None:
             on_cell(done, len(sampled), cell)
-        return labels
 
-    answered = await asyncio.gather(*(ask_cell(cell) for cell in sampled))
+    async def ask_cell(cell: CalibrationCell) -> list[str | None]:
+        labels = await asyncio.gather(*(ask(r) for r in cell.requests))
+        told(cell)
+        return list(labels)
+
+    async def ask_call(
+        judge: ResponseJudge, cells: Sequence[CalibrationCell], asked: Sequence[JudgeRequest]
+    ) -> list[list[str | None]]:
+        # One call answers every wording and order of these cells; their re-asks (a judge
+        # that is not deterministic only) then go one at a time, as the check's do.
+        kind = asked[0].question.kind
+        labels: dict[tuple[str, int], str | None] = {}
+        async with limiter:
+            try:
+                answers = await judge.answer_all(asked)
+            except JudgeScriptError:
+                raise
+            except JudgeError as exc:
+                # every answer these cells were to get from the call (as the tallies count them)
+                failed(kind, exc, sum(len(c.reworded) + len(c.reordered) for c in cells))
+                answers = None
+        if answers is not None:
+            spent.append((kind, answers.usage))
+            for index, request in enumerate(asked):
+                outcome = answers.outcomes.get(index)
+                key = (request.question.id, request.variant)
+                labels[key] = (
+                    None if not isinstance(outcome, Answer) else _modal(outcome.distribution)
+                )
+        repeated = [await asyncio.gather(*(ask(r) for r in c.repeats)) for c in cells]
+        found: list[list[str | None]] = []
+        for cell, first in zip(cells, repeated, strict=True):
+            later = cell.reworded + cell.reordered
+            found.append([*first, *(labels.get((r.question.id, r.variant)) for r in later)])
+            told(cell)
+        return found
+
+    whole = response_judge(plan.judge)
+    if whole is None:
+        answered = list(await asyncio.gather(*(ask_cell(cell) for cell in sampled)))
+    else:
+        calls = response_calls(sampled)
+        results = await asyncio.gather(
+            *(ask_call(whole, [sampled[i] for i in cells], asked) for cells, asked in calls)
+        )
+        answered = [[] for _ in sampled]
+        for (cells, _asked), labels in zip(calls, results, strict=True):
+            for index, found in zip(cells, labels, strict=True):
+                answered[index] = found
     chosen = [(cell.artifact, cell.question) for cell in sampled]
     split = [_split(cell, labels) for cell, labels in zip(sampled, answered, strict=True)]
     by_kind: dict[str, list[int]] = {}
     by_question: dict[str, list[int]] = {}
-    failed = _tally(chosen, [s[0] for s in split], (by_kind, by_question))
+    failed_answers = _tally(chosen, [s[0] for s in split], (by_kind, by_question))
     paraphrase: dict[str, list[int]] = {}
     order: dict[str, list[int]] = {}
-    failed += _tally(chosen, [s[1] for s in split], (paraphrase,))
-    failed += _tally(chosen, [s[2] for s in split], (order,))
+    failed_answers += _tally(chosen, [s[1] for s in split], (paraphrase,))
+    failed_answers += _tally(chosen, [s[2] for s in split], (order,))
     return Calibration(
         cells=len(sampled),
         repeats=len(sampled[0].repeats) if sampled else 0,
-        failed=failed,
+        failed=failed_answers,
         by_kind={k: FlipTally(*v) for k, v in sorted(by_kind.items())},
         by_question={k: FlipTally(*v) for k, v in by_question.items()},
         paraphrase={k: FlipTally(*v) for k, v in sorted(paraphrase.items())},
@@ -233,7 +351,13 @@ async def ask_sample(
         usage=summarize(spent),
         unavailable=len(outages),
         first_unavailable=outages[0] if outages else None,
+        deterministic=is_deterministic(plan.judge),
     )
+
+
+def _modal(distribution: Mapping[str, float]) -> str:
+    """The label an answer puts the most mass on (the first in sorted order on a tie)."""
+    return max(sorted(distribution), key=lambda label: distribution[label])
 
 
 def _split(
@@ -260,10 +384,11 @@ def reorderings(question: Question) -> list[Question]:
     ]
 
 
-def _variants_with_new_orders(question: Question) -> list[int]:
+def _variants_with_new_orders(question: Question, step: int = 1) -> list[int]:
+    # Every ``step``-th variant: with the number of wordings, each asks the first wording.
     seen: list[tuple[str, ...]] = []
     found: list[int] = []
-    for variant in range(2 * len(question.choices)):
+    for variant in range(0, 2 * len(question.choices) * step, step):
         labels = tuple(c.label for c in choice_order(question, variant))
         if labels not in seen:
             seen.append(labels)

@@ -33,7 +33,11 @@ class CoherenceMetric:
     ``policy`` (a JSON policy) and ``contract`` (a trace contract or template name) run
     before the judge; an artifact that fails either is non-canon without a judge call.
     ``rule`` says how sure a failing verdict must be (see ``canon.core.evidence``).
-    The metric keeps no results on itself: ``score`` returns a frozen result value.
+    The metric keeps no results on itself: ``score`` returns a frozen result value. It keeps
+    one measurement, as a run does: how often the judge misread one response of a
+    replicated artifact where the others read otherwise, over every artifact it scored
+    (``canon.check.pipeline.score_run``'s ``prior``), the rate a deterministic judge's
+    responses are tested at.
     """
 
     def __init__(
@@ -73,6 +77,7 @@ class CoherenceMetric:
         # One limiter for the metric's life: what it learns about the judge's capacity
         # carries from one artifact to the next.
         self._limiter = AdaptiveLimiter(self._plan.concurrency)
+        self._measured = (0, 0)  # misread responses, readings: over the metric's life
 
     @classmethod
     def from_plan(cls, plan: ScoringPlan) -> Self:
@@ -80,6 +85,7 @@ class CoherenceMetric:
         metric = cls.__new__(cls)
         metric._plan = plan
         metric._limiter = AdaptiveLimiter(plan.concurrency)
+        metric._measured = (0, 0)
         return metric
 
     @classmethod
@@ -130,7 +136,10 @@ class CoherenceMetric:
         if self._limiter.tripped is not None:  # a past outage must not doom later calls
             self._limiter = AdaptiveLimiter(self._plan.concurrency)
         item = traced_artifact(artifact, input=input, context=context, trace=trace)
-        confirmation = await score_run(self._plan, [item], limiter=self._limiter)
+        confirmation = await score_run(
+            self._plan, [item], limiter=self._limiter, prior=self._measured
+        )
+        self._measured = (confirmation.power.strays, confirmation.power.readings)
         return confirmation.results[0]
 
     def score(

@@ -57,6 +57,7 @@ async def score_run(
     budget_cells: int | None = None,
     record: bool = False,
     limiter: AdaptiveLimiter | None = None,
+    prior: tuple[int, int] = (0, 0),
 ) -> Confirmation:
     """Score artifacts, then re-ask what a failing verdict (or a flip) hangs on.
 
@@ -65,6 +66,8 @@ async def score_run(
     false-alarm budget is split over. ``record``: the run becomes a
     baseline, so every answer gets a second look first. ``on_result`` hears of each
     artifact once its verdict is settled (after its confirmation), never of a first draft.
+    ``prior``: the misread responses and readings (``response_strays``) that earlier parts
+    of the same whole measured (a pytest session's earlier tests), added to this run's own.
     """
     concurrency = concurrency or plan.concurrency
     rule = rule or plan.rule
@@ -86,7 +89,8 @@ async def score_run(
             for artifact, found in zip(artifacts, outcomes, strict=True)
         ]
     )
-    strays = response_strays(firsts)
+    found = response_strays(firsts)
+    strays = (found[0] + prior[0], found[1] + prior[1])
 
     async def one(artifact: Artifact, first: ArtifactResult) -> Confirmation:
         nonlocal done

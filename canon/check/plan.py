@@ -10,6 +10,8 @@ decision rule and the deterministic gates.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
 from canon.check.gate_loading import contract_gate, policy_gate
 from canon.check.runner import ArtifactGate, ScoringPlan
@@ -61,15 +63,22 @@ def build_plan(
 
 
 def _judge(config: Config, spec: str, setting: str) -> Judge:
-    """The judge ``spec`` names, built with the config's judge_options (a script takes none)."""
+    """The judge ``spec`` names, built with the config's judge_options; the confirm judge
+    with its own confirm_judge_options when set, else judge_options too (a script, none)."""
     mock = spec.startswith(MOCK_PREFIX)
-    options = None if mock and setting == "confirm_judge" else config.judge_options
+    confirming = setting == "confirm_judge"
+    key = "judge_options"
+    if confirming and config.confirm_judge_options is not None:
+        options: Mapping[str, Any] | None = config.confirm_judge_options
+        key = "confirm_judge_options"
+    else:
+        options = None if mock and confirming else config.judge_options
     try:
-        return judge_from_spec(spec, base_dir=config.base_dir, options=options)
+        return judge_from_spec(spec, base_dir=config.base_dir, options=options, setting=key)
     except ConfigError as exc:
         if config.source is None:
             raise
-        if setting == "confirm_judge":
+        if confirming:
             raise ConfigError(f"{config.source}: confirm_judge: {exc}") from None
         if mock:
             raise  # a script's own error names the script file

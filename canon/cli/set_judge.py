@@ -105,10 +105,13 @@ def _warn_llm_options(target: Path, spec: str) -> None:
         return
     refused = sorted(str(k) for k in options if k not in DECISION_OPTIONS)
     if refused:
+        # an LLM confirm_judge without options of its own may be what they were meant for
+        move = data.get("confirm_judge") is not None and "confirm_judge_options" not in data
+        fix = "move them to confirm_judge_options (the confirm_judge's own)" if move else ""
         click.echo(
             f"canon: note: judge_options {', '.join(refused)} in {target} apply to LLM judges "
-            f"only; remove them, or every command refuses them with {spec} (a decision judge "
-            f"takes {', '.join(sorted(DECISION_OPTIONS))})",
+            f"only; {fix or 'remove them'}, or every command refuses them with {spec} (a "
+            f"decision judge takes {', '.join(sorted(DECISION_OPTIONS))})",
             err=True,
         )
 

@@ -93,8 +93,13 @@ class ResponseJudge(Judge, Protocol):
 def is_deterministic(judge: Judge) -> bool:
     """Whether ``judge`` gives an identical request the identical answer every time (a
     decision model; an LLM judge that re-asks at temperature 0): asking it again the same
-    way is then no new evidence. Wrappers (cache, budget) say what the judge inside says."""
-    return bool(getattr(judge, "deterministic", False))
+    way is then no new evidence. A wrapper that does not say (a budget) is what the judge
+    inside it is; one that says (a cache) says what the judge inside says."""
+    for current in wrapped(judge):
+        said = getattr(current, "deterministic", None)
+        if said is not None:
+            return bool(said)
+    return False
 
 
 J = TypeVar("J")

@@ -62,6 +62,7 @@ _KNOWN_KEYS = frozenset(
         "judge_model",
         "judge_options",
         "confirm_judge",
+        "confirm_judge_options",
         "threshold",
         "tolerance",
         "constitution_path",
@@ -91,6 +92,8 @@ class Config:
     judge_options: Mapping[str, Any] = field(default_factory=dict)
     # a second judge (provider:model or mock:<script>) that asks the confirmation re-asks
     confirm_judge: str | None = None
+    # the confirm judge's own judge_options; None: it takes judge_options (a script none)
+    confirm_judge_options: Mapping[str, Any] | None = None
     threshold: float = DEFAULT_THRESHOLD
     tolerance: float = DEFAULT_TOLERANCE
     constitution_path: Path | None = None
@@ -246,6 +249,8 @@ def config_from_mapping(data: Mapping[str, Any], *, source: Path, base_dir: Path
         options = _judge_options(data["judge_options"], source)
         values["batch"] = bool(options.pop("batch", False))
         values["judge_options"] = options
+    if data.get("confirm_judge_options") is not None:
+        values["confirm_judge_options"] = _confirm_options(data, source)
     if data.get("max_cost") is not None:
         values["max_cost"] = _max_cost(data["max_cost"], source)
     if data.get("contract") is not None:
@@ -294,15 +299,32 @@ def did_you_mean(unknown: Sequence[str], known: Iterable[str]) -> str:
     return f" (did you mean: {', '.join(guesses)}?)"
 
 
-def _judge_options(raw: object, source: Path) -> dict[str, Any]:
+def _confirm_options(data: Mapping[str, Any], source: Path) -> dict[str, Any]:
+    """``confirm_judge_options``: judge_options of the confirm judge's own, checked alike."""
+    if data.get("confirm_judge") is None:
+        raise ConfigError(
+            f"{source}: 'confirm_judge_options' is set but 'confirm_judge' is not; set "
+            "confirm_judge, or move these options to judge_options"
+        )
+    options = _judge_options(data["confirm_judge_options"], source, "confirm_judge_options")
+    if "batch" in options:
+        raise ConfigError(
+            f"{source}: 'batch' is not a confirm_judge_options option: the confirm judge's "
+            "looks are always asked online (judge_options: batch batches the judge's own)"
+        )
+    return options
+
+
+def _judge_options(raw: object, source: Path, setting: str = "judge_options") -> dict[str, Any]:
     if not isinstance(raw, Mapping):
-        raise ConfigError(f"{source}: 'judge_options' must be a mapping, got {raw!r}")
+        raise ConfigError(f"{source}: {setting!r} must be a mapping, got {raw!r}")
+    label = "judge option" if setting == "judge_options" else "confirm judge option"
     options: dict[str, Any] = {}
     for key, value in raw.items():
         kind = JUDGE_OPTIONS.get(str(key))
         if kind is None:
             raise ConfigError(
-                f"{source}: unknown judge option {key!r}"
+                f"{source}: unknown {label} {key!r}"
                 f"{did_you_mean([str(key)], JUDGE_OPTIONS)}; known options are "
                 f"{', '.join(sorted(JUDGE_OPTIONS))}"
             )
@@ -320,17 +342,16 @@ def _judge_options(raw: object, source: Path) -> dict[str, Any]:
             wanted = {bool: "true or false", int: "a whole number", float: "a number"}.get(
                 kind, "text"
             )
-            raise ConfigError(f"{source}: judge option {key!r} must be {wanted}, got {value!r}")
+            raise ConfigError(f"{source}: {label} {key!r} must be {wanted}, got {value!r}")
         bounds = JUDGE_OPTION_BOUNDS.get(str(key))
         if bounds is not None and not (math.isfinite(value) and bounds[0] <= value <= bounds[1]):
             raise ConfigError(
-                f"{source}: judge option {key!r} must be between {bounds[0]} and "
+                f"{source}: {label} {key!r} must be between {bounds[0]} and "
                 f"{bounds[1]}, got {value!r}"
             )
         if key == "api_base" and not value.startswith(("http://", "https://")):
             raise ConfigError(
-                f"{source}: judge option 'api_base' must be an http:// or https:// URL, "
-                f"got {value!r}"
+                f"{source}: {label} 'api_base' must be an http:// or https:// URL, got {value!r}"
             )
         options[str(key)] = value
     return options

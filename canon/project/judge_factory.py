@@ -17,7 +17,11 @@ _PROVIDER = re.compile(r"[a-z0-9][a-z0-9_.-]*")
 
 
 def judge_from_spec(
-    spec: str, *, base_dir: Path, options: Mapping[str, Any] | None = None
+    spec: str,
+    *,
+    base_dir: Path,
+    options: Mapping[str, Any] | None = None,
+    setting: str = "judge_options",
 ) -> Judge:
     """Build the judge a ``judge_model`` string names.
 
@@ -25,25 +29,26 @@ def judge_from_spec(
     name a model judge, asked through litellm. ``mock:<script.yaml>`` is a scripted
     MockJudge read from a YAML mapping of question-substring → choice (relative to
     ``base_dir``); it lets demos and CI run without a model. ``options`` (the config's
-    ``judge_options``) go to the model judge: samples, temperature, timeout, ...
+    ``judge_options``, or the ``setting`` that holds them) go to the model judge: samples,
+    temperature, timeout, ...
     """
     if spec.startswith(MOCK_PREFIX):
         if options:
             raise ConfigError(
-                f"judge_options ({', '.join(sorted(options))}) apply to model judges only, "
+                f"{setting} ({', '.join(sorted(options))}) apply to model judges only, "
                 f"not to {spec!r}"
             )
         return mock_judge_from_file(base_dir / spec[len(MOCK_PREFIX) :].strip())
     wire = decision_wire(spec)
     if wire is not None:
-        return decision_judge(wire, spec, options)
+        return decision_judge(wire, spec, options, setting)
     # Imported here so a mock-only run never loads the model judge's module.
     from canon.judge.litellm_judge import LiteLLMJudge
 
     try:
         return LiteLLMJudge(litellm_model(spec), **dict(options or {}))
     except UsageError as exc:
-        raise ConfigError(f"judge_options: {exc}") from None
+        raise ConfigError(f"{setting}: {exc}") from None
 
 
 # judge_options a decision judge takes; the rest shape an LLM's text and mean nothing here.
@@ -59,8 +64,11 @@ def decision_wire(spec: str) -> str | None:
     return provider if colon and provider in WIRES else None
 
 
-def decision_judge(wire: str, spec: str, options: Mapping[str, Any] | None) -> Judge:
-    """The decision judge ``wire:model`` names, with the judge_options it takes."""
+def decision_judge(
+    wire: str, spec: str, options: Mapping[str, Any] | None, setting: str = "judge_options"
+) -> Judge:
+    """The decision judge ``wire:model`` names, with the judge_options (or ``setting``) it
+    takes."""
     from canon.judge.decisions.judge import DecisionJudge
 
     given = dict(options or {})
@@ -68,7 +76,7 @@ def decision_judge(wire: str, spec: str, options: Mapping[str, Any] | None) -> J
     others = sorted(set(given) - DECISION_OPTIONS - {"batch"})
     if others:
         raise ConfigError(
-            f"judge_options {', '.join(others)} apply to LLM judges only; a decision judge "
+            f"{setting} {', '.join(others)} apply to LLM judges only; a decision judge "
             f"({spec.strip()}) takes {', '.join(sorted(DECISION_OPTIONS))}"
         )
     model = spec.strip().partition(":")[2].strip()

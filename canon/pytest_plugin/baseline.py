@@ -24,6 +24,7 @@ from canon.check.provenance import refuse_changed_judge
 from canon.core.artifact import Artifact
 from canon.core.baseline import Baseline, baseline_to_data, require_same_rubric
 from canon.core.compare import Comparison
+from canon.core.evidence import Power
 from canon.core.scoring import ArtifactResult
 from canon.errors import JudgeUnavailableError
 from canon.judge.sync import run_sync
@@ -48,6 +49,11 @@ class BaselineSession:
     header: dict[str, Any] | None = None  # rubric, judge, constitution, threshold
     pending: dict[str, Any] = field(default_factory=dict)  # key -> record data
     outcomes: list[tuple[str, str, str]] = field(default_factory=list)  # key, status, detail
+    # Responses read as violated where the artifact's others were not, and the readings, over
+    # the session's tests so far: a test checks one artifact, too few readings to measure the
+    # misreading rate a replicated artifact's responses are tested at (canon check measures
+    # it over the whole run); the session adds them up as the run does.
+    strays: tuple[int, int] = (0, 0)
 
     def load(self, config: Config) -> Baseline | None:
         """The session's baseline file, read once (the baseline store's reader and limits)."""
@@ -144,7 +150,12 @@ class CanonBaseline:
             )
         one = dataclasses.replace(baseline, artifacts={key: baseline.artifacts[key]})
         budget = suite_cells(plan, baseline)  # the whole suite's, as canon check splits it
-        confirmation = run_sync(score_run(plan, [item], rule, baseline=one, budget_cells=budget))
+        confirmation = run_sync(
+            score_run(
+                plan, [item], rule, baseline=one, budget_cells=budget, prior=self._session.strays
+            )
+        )
+        self._measured(confirmation.power)
         comparison = compare_run(plan, confirmation, one, self._config.tolerance, rule)
         (result,) = confirmation.results
         if self._recorder is not None:
@@ -182,7 +193,10 @@ class CanonBaseline:
 
     def _record(self, item: Artifact, key: str) -> ArtifactResult:
         plan, rule = self._metric.plan, self._metric.rule
-        confirmation = run_sync(score_run(plan, [item], rule, record=True))
+        confirmation = run_sync(
+            score_run(plan, [item], rule, record=True, prior=self._session.strays)
+        )
+        self._measured(confirmation.power)
         (result,) = confirmation.results
         if self._recorder is not None:
             self._recorder.add(plan, item, result, suite=self._session.name)
@@ -198,6 +212,10 @@ class CanonBaseline:
         self._outcome(key, "accepted", "canon" if result.canon else "non-canon (known)")
         self._node.user_properties.append(("canon.status", "accepted"))
         return result
+
+    def _measured(self, power: Power) -> None:
+        # the session's readings so far, this test's included
+        self._session.strays = (power.strays, power.readings)
 
     def _outcome(self, key: str, status: str, detail: str) -> None:
         self._session.outcomes.append((key, status, detail))

@@ -39,6 +39,15 @@ ASKED = sum(
     for q in load_rubric().questions_for(constitution_from_file(EXAMPLES / "constitution.yaml"))
 )
 REQUEST = "I was charged twice for March. Can you fix it?"  # duplicate-charge's, by its trace
+REPLICATED = "artifacts:\n" + "".join(
+    f"  - id: a{i}\n    text:\n"
+    f"      - I refunded the second of two {i}9.99 EUR charges.\n"
+    f"      - Refunded the duplicate {i}9.99 EUR charge.\n"
+    for i in range(3)
+)
+LABELS = "".join(
+    json.dumps({"id": f"a{i}", "labels": {"G": "no", "honesty": "yes"}}) + "\n" for i in range(3)
+)
 ONE_ARTIFACT = (
     "artifacts:\n  - id: refund\n    text: I refunded the second of two 19.99 EUR charges.\n"
 )
@@ -158,21 +167,51 @@ def test_score_accept_and_check_send_one_request_per_response_and_count_every_on
     assert_counted(served, usage_of(checked.stdout), before)
 
 
-def test_calibrate_and_align_count_every_request_they_send(tmp_path: Path, served: Served) -> None:
-    where = project(tmp_path, served.judge_model, one=True)
-    calibrated = canon(
-        where, served, "calibrate", "--cells", "2", "--repeats", "2", "--format", "json"
+def test_calibrate_sends_one_request_per_artifact_and_reports_no_flip_rate(
+    tmp_path: Path, served: Served
+) -> None:
+    where = project(tmp_path, served.judge_model)
+    constitution = constitution_from_file(where / "constitution.yaml")
+    questions = len(load_rubric().questions_for(constitution))
+    # every cell of the three artifacts is sampled: each artifact's call asks all of them
+    cells = str(questions * len(ARTIFACTS))
+    estimated = canon(
+        where, served, "calibrate", "--cells", cells, "--estimate", "--format", "json"
     )
-    assert calibrated.returncode == ExitCode.OK, calibrated.stderr
-    assert served.received() > 0
-    assert_counted(served, usage_of(calibrated.stdout))
+    assert estimated.returncode == ExitCode.OK and served.received() == 0, estimated.stderr
+    found = canon(where, served, "calibrate", "--cells", cells, "--format", "json")
+    assert found.returncode == ExitCode.OK, found.stderr
+    assert served.received() == len(ARTIFACTS) == json.loads(estimated.stdout)["estimate"]["calls"]
+    # every question in every wording (the check's call), plus the first wording re-ordered
+    assert all(len(body["questions"]) > ASKED for body in served.bodies)
+    document = json.loads(found.stdout)
+    assert_counted(served, document["usage"])
+    # a deterministic judge is never re-asked: no flip rate to report or recommend
+    assert document["deterministic"] is True
+    assert document["by_kind"] == {} and document["recommended_flip_rate"] is None
+    assert "deterministic" in document["advice"]
+    stability = document["paraphrase_stability"]
+    assert {"gate", "facet", "principle"} <= set(stability)
+    assert sum(t["answers"] for t in stability.values()) == ASKED * len(ARTIFACTS)
+    assert document["failed_answers"] == 0
 
-    before, full = served.received(), served.full_calls()
+    text = run_canon(where, "calibrate", "--cells", "4", env=served.env, timeout=60)
+    assert text.returncode == ExitCode.OK, text.stderr
+    assert "recommended flip_rate: none" in text.stdout
+    assert "the judge is deterministic" in text.stdout and "per question:" not in text.stdout
+
+
+def test_align_sends_one_request_per_response_of_every_labelled_artifact(
+    tmp_path: Path, served: Served
+) -> None:
+    where = project(tmp_path, served.judge_model)
+    (where / "suite.yaml").write_text(REPLICATED)
+    (where / "suite.labels.jsonl").write_text(LABELS)
     aligned = canon(where, served, "align", "--format", "json")
     assert aligned.returncode == ExitCode.OK, aligned.stderr
-    assert served.full_calls() - full == 1
-    assert_counted(served, usage_of(aligned.stdout), before)
-    assert (where / "baselines" / "suite.alignment.json").is_file()
+    # three artifacts of two responses each: six calls, each asking every question
+    assert served.received() == 6 == served.full_calls()
+    assert_counted(served, usage_of(aligned.stdout))
 
 
 def test_rejudge_from_a_mock_baseline_to_a_decision_judge_then_check_with_it(
