@@ -311,6 +311,47 @@ def test_a_judge_split_on_a_cell_a_verdict_hangs_on_is_inconclusive_not_a_pass()
     assert any("stayed split" in line for line in json.loads(json.dumps(document))["inconclusive"])
 
 
+@dataclass
+class StuckResponse:
+    """Reads some responses as contradicting, every time; right elsewhere."""
+
+    texts: frozenset[str]
+    asks: int = 0
+
+    @property
+    def name(self) -> str:
+        return "test-stuck"
+
+    async def answer(self, request: JudgeRequest) -> Answer:
+        key, qid = request.artifact.id or "", request.question.id
+        if qid == "G" and request.artifact.text in self.texts:
+            self.asks += 1
+            return Answer({"yes": 1.0})
+        return Answer({clean(key, qid): 1.0})
+
+
+def test_a_judge_split_within_every_response_of_a_replicated_artifact_is_not_a_pass():
+    # Each of the three responses gets answers both ways (the asks alternate and rotate over
+    # the responses): a coin flip on this text. Two net disagreeing answers used to clear the
+    # claim; now only each response read one way throughout does, and here none is.
+    baseline = _accept(_plan(CoinFlip(clean)), 4, 3)
+    coin = CoinFlip(planted)
+    comparison = _check(_plan(coin), baseline, 4, 3)
+    assert comparison.status == "inconclusive", comparison
+    assert NoteKind.JUDGE_SPLIT in _kinds(comparison)
+    assert coin.asks > 2 * DecisionRule().max_reasks  # the re-asks were extended first
+
+
+def test_misreadings_stuck_to_responses_are_not_a_split():
+    # The responses differ (two always read as contradicting, one never): each is read one
+    # way throughout, so the judge is not split; the claim is undecided (a note), no failure.
+    baseline = _accept(_plan(StuckResponse(frozenset())), 4, 3)
+    judge = StuckResponse(frozenset({"Reply 2, run 1, response 1.", "Reply 2, run 1, response 2."}))
+    comparison = _check(_plan(judge), baseline, 4, 3)
+    assert comparison.status == "conforms", comparison.inconclusive
+    assert judge.asks >= 2
+
+
 def test_every_report_says_why_a_deterministic_judge_alone_could_not_tell():
     plan = _plan(Decisions(planted))
     baseline = _accept(_plan(Decisions(clean)), 4, 1)

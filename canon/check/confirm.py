@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -31,6 +32,7 @@ from canon.check.variants import describe_variant, replicate_for
 from canon.core.artifact import Artifact
 from canon.core.baseline import ArtifactRecord, Baseline, record_for, recorded_question
 from canon.core.evidence import (
+    REFUTE_BAR,
     DecisionRule,
     Evidence,
     Power,
@@ -209,6 +211,13 @@ async def confirm(
             confirm_judge=plan.confirm_judge is not None,
         ),
     )
+
+
+def consistent(tally: Sequence[Sequence[int]], rule: DecisionRule) -> float:
+    """How much likelier a judge split half and half within each response makes these
+    re-asks (agreed, disagreed per response) than one reading each response one way (either
+    way) but for the flip rate: low clears a replicated claim, high at the end is a split."""
+    return math.prod(split_within(a, d, rule) for a, d in tally if a + d)
 
 
 def merge_power(parts: Sequence[Power]) -> Power:
@@ -414,8 +423,8 @@ class _ArtifactConfirmation:
             for q, e in self.evidence.items()
             if e.status == "open" and e.reasks >= self.rule.max_reasks and not e.units
         }
-        if len(undecided) < 2:
-            return
+        if len(undecided) < 2 or len(self.artifact.texts) > 1:
+            return  # with replicates the sum mixes responses, which may differ: not a coin
         agreed = sum(e.agreed for e in undecided.values())
         disagreed = sum(e.disagreed for e in undecided.values())
         spread = split_within(agreed, disagreed, self.rule)
@@ -520,7 +529,7 @@ class _ArtifactConfirmation:
             if calls >= limit:
                 agreed = sum(m > 0.5 for m in sampled)
                 undecided = dataclasses.replace(evidence, agreed=agreed, disagreed=calls - agreed)
-                if not self._extend(undecided, limit, count):
+                if count > 1 or not self._extend(undecided, limit, [[agreed, calls - agreed]]):
                     break
                 limit = 2 * self.rule.max_reasks
             variant += 1
@@ -550,15 +559,15 @@ class _ArtifactConfirmation:
         spread = split_within(agreed, len(sampled) - agreed, self.rule)
         self.evidence[qid] = dataclasses.replace(evidence, spread=spread)
 
-    def _extend(self, evidence: Evidence, limit: int, responses: int) -> bool:
-        # One response's re-asks ran out undecided, split about as often one way as the other:
-        # as many again tell a coin-flip judge from one straying at the flip rate.
-        return (
-            responses == 1
-            and limit == self.rule.max_reasks
-            and evidence.status == "open"
-            and split_within(evidence.agreed, evidence.disagreed, self.rule) >= EXTEND_BAR
-        )
+    def _extend(self, evidence: Evidence, limit: int, tally: Sequence[Sequence[int]]) -> bool:
+        # The re-asks ran out undecided, split about as often one way as the other (within
+        # each response, with replicates): as many again tell a coin-flip judge from one
+        # straying at the flip rate.
+        if limit != self.rule.max_reasks or evidence.status != "open":
+            return False
+        if len(tally) > 1:
+            return consistent(tally, self.rule) > 1.0 / REFUTE_BAR
+        return split_within(evidence.agreed, evidence.disagreed, self.rule) >= EXTEND_BAR
 
     async def _test(self, qid: str, labels: frozenset[str] | None = None) -> None:
         cell = self.result.cell(qid)
@@ -566,18 +575,20 @@ class _ArtifactConfirmation:
             cell.question, self.answers[qid], self.rule, self.cells, labels
         )
         tally = [[0, 0] for _ in self.artifact.texts]  # per response: agreed, disagreed
+        replicated = len(tally) > 1
         limit = self.rule.max_reasks
         while True:
-            if evidence.reasks >= limit and self._extend(evidence, limit, len(tally)):
+            if evidence.reasks >= limit and self._extend(evidence, limit, tally):
                 limit = 2 * self.rule.max_reasks
             if (
                 not (
                     evidence.status == "open"
-                    # with replicates, a claim is not settled before every response was re-asked
+                    # with replicates, a claim is not settled before every response was
+                    # re-asked, nor while a response was read both ways against it
                     or (
                         evidence.status == "confirmed"
-                        and len(tally) > 1
-                        and any(a + d == 0 for a, d in tally)
+                        and replicated
+                        and any(a + d == 0 or 0 < a <= d for a, d in tally)
                     )
                 )
                 or evidence.reasks >= limit
@@ -604,22 +615,43 @@ class _ArtifactConfirmation:
                     )
                 )
             evidence = add_answer(
-                evidence, answer.distribution, self.rule, self.cells, guard=len(tally) == 1
+                evidence, answer.distribution, self.rule, self.cells, guard=not replicated
             )
+            if (
+                evidence.status == "refuted"
+                and replicated
+                and consistent(tally, self.rule) > (1.0 / REFUTE_BAR)
+            ):
+                # With replicates the responses may differ (a misreading sticks to one), so
+                # the claim's answers need not lean one way overall; what clears it is each
+                # response read one way throughout. Until then a judge split within the
+                # responses (a coin flip on this text) is not cleared.
+                evidence = dataclasses.replace(evidence, status="open")
         # The judge is split when it is split on one response, not when the responses differ
         # (a misreading that sticks to one text is outvoted, not a coin flip).
         # One response: every counted answer (a second look too).
         spread = (
             max(split_within(a, d, self.rule) for a, d in tally)
-            if len(tally) > 1
+            if replicated
             else split_within(evidence.agreed, evidence.disagreed, self.rule)
         )
         evidence = dataclasses.replace(evidence, spread=spread)
-        if evidence.status == "confirmed" and len(tally) > 1 and any(a <= d for a, d in tally):
+        if evidence.status == "confirmed" and replicated and any(a <= d for a, d in tally):
             # A misreading sticks to one text, so with replicates the response, not the ask,
             # is the unit of evidence: a claim stands only when the re-asks of every response
-            # bear it out. Split responses leave the question undecided, never failed.
+            # bear it out. A response read against it every time leaves the question
+            # undecided, never failed (the responses differ).
             evidence = dataclasses.replace(evidence, status="open")
+        if (
+            replicated
+            and evidence.status == "open"
+            and evidence.reasks >= limit
+            and consistent(tally, self.rule) > 1.0 / REFUTE_BAR
+        ):
+            # Every re-ask spent, and the judge never read each response one way (responses
+            # read one way each that differ are a misreading outvoted, not this): it cannot
+            # tell here, and a check that could not tell does not pass.
+            evidence = dataclasses.replace(evidence, undecided=True)
         self.evidence[qid] = evidence
 
     async def _ask(self, cell: Cell, *, variant: int) -> Answer | str:

@@ -128,11 +128,15 @@ class Evidence:
     # When the re-asks ran out: how much likelier a half-and-half judge made them than a
     # consistent one (``split_within``; per response with replicates, the largest).
     spread: float = 0.0
+    # A replicated artifact's claim still open when its re-asks ran out: the judge never
+    # read each response one way (the responses may differ; within one they did not agree).
+    undecided: bool = False
 
     @property
     def is_split(self) -> bool:
-        """The re-asks ran out with the judge split on the cell: it cannot tell here."""
-        return self.status == "open" and self.spread >= SPLIT_BAR
+        """The re-asks ran out with the judge unable to tell on the cell: split about as
+        often one way as the other, or, with replicates, never reading each response one way."""
+        return self.status == "open" and (self.spread >= SPLIT_BAR or self.undecided)
 
     @property
     def reasks(self) -> int:
