@@ -8,10 +8,12 @@ from pathlib import Path
 from typing import Self
 
 from canon.check.capture import traced_artifact
+from canon.check.confirm import Confirmation
 from canon.check.gate_loading import ContractSpec, PolicySpec, contract_gate, policy_gate
 from canon.check.pipeline import score_run
 from canon.check.plan import build_plan
 from canon.check.runner import ArtifactGate, ScoringPlan
+from canon.core.compare import scored_blind_notes
 from canon.core.constitution import Constitution
 from canon.core.evidence import DecisionRule
 from canon.core.rubric import refuse_rubric_override
@@ -133,6 +135,11 @@ class CoherenceMetric:
         request is read from a captured trace. A failing verdict is confirmed by re-asking
         the judge first (``rule``), so one noisy answer does not make the artifact non-canon.
         """
+        return (await self._confirmed(artifact, input, context, trace)).results[0]
+
+    async def _confirmed(
+        self, artifact: object, input: object, context: object, trace: object
+    ) -> Confirmation:
         if self._limiter.tripped is not None:  # a past outage must not doom later calls
             self._limiter = AdaptiveLimiter(self._plan.concurrency)
         item = traced_artifact(artifact, input=input, context=context, trace=trace)
@@ -140,7 +147,7 @@ class CoherenceMetric:
             self._plan, [item], limiter=self._limiter, prior=self._measured
         )
         self._measured = (confirmation.power.strays, confirmation.power.readings)
-        return confirmation.results[0]
+        return confirmation
 
     def score(
         self,
@@ -166,9 +173,19 @@ class CoherenceMetric:
 
         When the judge could not answer and nothing else counts against the artifact, it
         raises JudgeUnavailableError instead: a broken judge is a test error, not a failure.
+        A failure the judge read but that this run could not have confirmed (a decision model
+        alone on one response) or that the judge stayed split on is no pass either: an
+        AssertionError says it is inconclusive and what would fix it.
         """
-        result = self.score(artifact, input=input, context=context, trace=trace)
+        confirmation = run_sync(self._confirmed(artifact, input, context, trace))
+        result = confirmation.results[0]
         if result.canon:
+            blind = scored_blind_notes([result], confirmation.power, self._plan.rule)
+            if blind:
+                raise AssertionError(
+                    f"inconclusive for {result.key}: this test cannot tell whether it is "
+                    "canon: " + "; ".join(blind)
+                )
             return result
         if not fails_on_evidence(result):
             first = result.unscored[0] if result.unscored else None

@@ -169,14 +169,21 @@ def write_reports(
     comparison: Comparison | None = None,
     elapsed: float | None = None,
     artifacts: Sequence[Artifact] = (),
+    inconclusive: Sequence[str] = (),
 ) -> None:
     """Write the requested JUnit XML and HTML reports, each atomically; the HTML page
-    shows each artifact's text when ``artifacts`` are given."""
+    shows each artifact's text when ``artifacts`` are given. ``inconclusive``: why a scored
+    run (no ``comparison``) could not tell (``scored_blind_notes``)."""
     texts = {a.key: a.text for a in artifacts}
     by_key = {a.key: a for a in artifacts}
     renderers = (
-        (junit_path, functools.partial(junit_xml, artifacts=artifacts)),
-        (html_path, functools.partial(html_report, texts=texts, artifacts=by_key)),
+        (junit_path, functools.partial(junit_xml, artifacts=artifacts, inconclusive=inconclusive)),
+        (
+            html_path,
+            functools.partial(
+                html_report, texts=texts, artifacts=by_key, inconclusive=inconclusive
+            ),
+        ),
     )
     for path, render in renderers:
         if path is None:
@@ -277,20 +284,27 @@ def emit_github(
     suite: Path,
     comparison: Comparison | None = None,
     artifacts: Sequence[Artifact] = (),
+    inconclusive: Sequence[str] = (),
 ) -> None:
     """Print GitHub Actions annotations; append a summary table to $GITHUB_STEP_SUMMARY
     (a file that cannot be appended to is a warning on stderr)."""
     from canon.report.github import github_annotations, github_summary
 
     annotations = github_annotations(
-        results, comparison, suite_file=shown_path(suite), artifacts=artifacts
+        results,
+        comparison,
+        suite_file=shown_path(suite),
+        artifacts=artifacts,
+        inconclusive=inconclusive,
     )
     click.echo(annotations, nl=False)
     summary_file = os.environ.get("GITHUB_STEP_SUMMARY")
     if summary_file:
         try:
             with open(summary_file, "a", encoding="utf-8") as stream:
-                stream.write(github_summary(results, comparison, suite=suite.stem))
+                stream.write(
+                    github_summary(results, comparison, suite=suite.stem, inconclusive=inconclusive)
+                )
         except OSError as exc:
             # A warning, not an error: exit codes must keep saying what the check found
             # (a 3 turned into a 2 would stop CI from retrying an unavailable judge).

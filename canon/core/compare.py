@@ -245,6 +245,33 @@ def _about_changed(power: Power | None, unchanged: frozenset[str]) -> Power | No
     return dataclasses.replace(power, unconfirmable=kept)
 
 
+# A failing verdict the first pass read but confirmation did not bear out.
+SUSPECTED = frozenset(
+    {NoteKind.GATE_UNCONFIRMED, NoteKind.VIOLATION_UNCONFIRMED, NoteKind.THRESHOLD_UNCONFIRMED}
+)
+
+
+def scored_blind_notes(
+    results: Sequence[ArtifactResult], power: Power, rule: DecisionRule
+) -> tuple[Note, ...]:
+    """Why a scored run (no baseline to compare with) cannot call an artifact canon: a
+    failure the judge read in it was never confirmed because it could not have been (every
+    look the run may take falls short of the bar: a deterministic judge alone), or because
+    the judge stayed split on it; or the judge misread responses beyond the flip rate. Each
+    note says what would fix it, as a check's do (``blind_notes``)."""
+    suspected = frozenset(
+        r.key
+        for r in results
+        if not fails_on_evidence(r) and any(n.kind in SUSPECTED for n in r.notes)
+    )
+    narrowed = dataclasses.replace(
+        power,
+        unconfirmable=tuple(k for k in power.unconfirmable if k in suspected),
+        split=tuple(cell for cell in power.split if cell[0] in suspected),
+    )
+    return blind_notes(narrowed, rule)
+
+
 def blind_notes(power: Power | None, rule: DecisionRule) -> tuple[Note, ...]:
     """Why the run could not have seen a regression, each with what would fix it: no
     failure could reach the evidence the rule needs, the judge stayed split on a cell a

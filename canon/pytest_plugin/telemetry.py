@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from canon.check.confirm import Confirmation
 from canon.check.metric import CoherenceMetric
 from canon.check.runner import ScoringPlan
 from canon.core.artifact import Artifact
@@ -131,18 +132,13 @@ class ReportingMetric(CoherenceMetric):
         metric._recorder = recorder
         return metric
 
-    async def ascore(
-        self,
-        artifact: object,
-        *,
-        input: object = None,
-        context: object = None,
-        trace: object = None,
-    ) -> ArtifactResult:
+    async def _confirmed(
+        self, artifact: object, input: object, context: object, trace: object
+    ) -> Confirmation:
         """Score as CoherenceMetric does, and keep the verdict for the session's events."""
         from canon.check.capture import traced_artifact
 
         item = traced_artifact(artifact, input=input, context=context, trace=trace)
-        result = await super().ascore(item)
-        self._recorder.add(self.plan, item, result, suite=METRIC_SUITE)
-        return result
+        confirmation = await super()._confirmed(item, None, None, None)
+        self._recorder.add(self.plan, item, confirmation.results[0], suite=METRIC_SUITE)
+        return confirmation

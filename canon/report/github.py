@@ -57,9 +57,11 @@ def github_annotations(
     *,
     suite_file: str | None = None,
     artifacts: Sequence[Artifact] = (),
+    inconclusive: Sequence[str] = (),
 ) -> str:
     """Annotation lines for a scored run (``canon score``) or a check (``canon check``); an
-    artifact's annotation says the request it answers when ``artifacts`` give one."""
+    artifact's annotation says the request it answers when ``artifacts`` give one.
+    ``inconclusive``: why a scored run (no ``comparison``) could not tell."""
     lines: list[str] = []
     by_key = {r.key: r for r in results}
     given = {a.key: a for a in artifacts}
@@ -81,6 +83,15 @@ def github_annotations(
                     file=suite_file,
                 )
             )
+    if comparison is None and inconclusive and not any(fails_on_evidence(r) for r in results):
+        lines.append(
+            annotation(
+                "error",
+                f"{TITLE} inconclusive",
+                "this run cannot tell whether every artifact is canon (exit code 6): "
+                + "; ".join(inconclusive),
+            )
+        )
     if comparison is not None:
         if comparison.inconclusive:
             lines.append(
@@ -162,15 +173,28 @@ def _flip_message(flip: Flip, result: ArtifactResult | None) -> str:
 
 
 def github_summary(
-    results: Sequence[ArtifactResult], comparison: Comparison | None = None, *, suite: str
+    results: Sequence[ArtifactResult],
+    comparison: Comparison | None = None,
+    *,
+    suite: str,
+    inconclusive: Sequence[str] = (),
 ) -> str:
-    """A Markdown block for ``$GITHUB_STEP_SUMMARY``: verdict, regressions, non-canon."""
+    """A Markdown block for ``$GITHUB_STEP_SUMMARY``: verdict, regressions, non-canon.
+    ``inconclusive``: why a scored run (no ``comparison``) could not tell."""
     failing = [r for r in results if fails_on_evidence(r)]
     if comparison is not None:
         verdict = VERDICTS[comparison.status]
     else:
         incomplete = verdict_counts(results)[Verdict.INCOMPLETE]
-        verdict = "NON-CANON" if failing else "INCOMPLETE" if incomplete else "ALL CANON"
+        verdict = (
+            "NON-CANON"
+            if failing
+            else "INCOMPLETE"
+            if incomplete
+            else "INCONCLUSIVE"
+            if inconclusive
+            else "ALL CANON"
+        )
     lines = [f"### Canon: suite `{suite}`: {verdict}", ""]
     if comparison is not None and comparison.inconclusive:
         why = "; ".join(comparison.inconclusive)
@@ -178,6 +202,9 @@ def github_summary(
             f"This run cannot tell a regression from the judge's own mistakes: {_md(why)}.",
             "",
         ]
+    elif comparison is None and inconclusive:
+        why = "; ".join(inconclusive)
+        lines += [f"This run cannot tell whether every artifact is canon: {_md(why)}.", ""]
     lines.append(f"{len(results)} artifact(s): {tally(results)}.")
     lines.extend(
         f"The judge failed on {count} question(s): {_md(error)}"

@@ -71,11 +71,22 @@ def html_report(
     elapsed: float | None = None,
     texts: Mapping[str, str] | None = None,
     artifacts: Mapping[str, Artifact] | None = None,
+    inconclusive: Sequence[str] = (),
 ) -> str:
     """One self-contained HTML page: summary, the check's comparison, then each artifact
     (with its text, from ``texts`` by key, folded away until opened, and the input it
     answers and its context, from ``artifacts`` by key)."""
-    parts = [*page_start(f"Canon report: {suite}"), _summary(results, plan, comparison, elapsed)]
+    parts = [
+        *page_start(f"Canon report: {suite}"),
+        _summary(results, plan, comparison, elapsed, inconclusive),
+    ]
+    if comparison is None and inconclusive:
+        parts.append(
+            '<section class="comparison" id="inconclusive-run">'
+            "<h3>Inconclusive: this run cannot tell whether every artifact is canon</h3>"
+            + _list("inconclusive", inconclusive)
+            + "</section>"
+        )
     anchors = {r.key: f"artifact-{index}" for index, r in enumerate(results, 1)}
     if comparison is not None:
         parts.append(_comparison(comparison, results, anchors))
@@ -130,6 +141,7 @@ def _summary(
     plan: ScoringPlan,
     comparison: Comparison | None,
     elapsed: float | None,
+    inconclusive: Sequence[str] = (),
 ) -> str:
     verdicts = [verdict_of(r) for r in results]
     counts = {v: verdicts.count(v) for v in ("canon", "non-canon", "incomplete")}
@@ -143,7 +155,13 @@ def _summary(
     elif counts["non-canon"]:
         banner = "NON-CANON"
     else:
-        banner = "INCOMPLETE" if counts["incomplete"] else "ALL CANON"
+        banner = (
+            "INCOMPLETE"
+            if counts["incomplete"]
+            else "INCONCLUSIVE"
+            if inconclusive
+            else "ALL CANON"
+        )
     rows = [
         ("artifacts", str(len(results))),
         ("canon", str(counts["canon"])),

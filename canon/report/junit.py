@@ -41,9 +41,11 @@ def junit_xml(
     comparison: Comparison | None = None,
     elapsed: float | None = None,
     artifacts: Sequence[Artifact] = (),
+    inconclusive: Sequence[str] = (),
 ) -> str:
     """A JUnit XML document for a scored run, and for ``canon check`` its comparison; each
-    artifact's case says the request it answers when ``artifacts`` give one."""
+    artifact's case says the request it answers when ``artifacts`` give one.
+    ``inconclusive``: why a scored run (no ``comparison``) could not tell."""
     root = ET.Element("testsuites")
     testsuite = ET.SubElement(root, "testsuite", name="canon")
     _properties(testsuite, plan, comparison)
@@ -63,6 +65,11 @@ def junit_xml(
             kind,
             input_line(given.get(result.key)),
         )
+    if comparison is None and inconclusive:
+        # A scored run that could not tell is no pass: one error case says why.
+        case = _case(testsuite, f"{classname}.score", "judge-noise")
+        message = "inconclusive: this run cannot tell whether every artifact is canon"
+        _child(case, "error", message, "inconclusive", "\n".join(inconclusive))
     if comparison is not None:
         if comparison.inconclusive:
             # One check-level error says why no failure below is a confident regression.

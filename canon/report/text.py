@@ -111,3 +111,15 @@ def shorten(text: str, width: int = LABEL_WIDTH) -> str:
     """``text`` on one line, cut to ``width`` characters with an ellipsis."""
     flat = " ".join(text.split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def render_scored_inconclusive(blind: Sequence[str]) -> str:
+    """Why a scored run is inconclusive (exit 6), or nothing when it is not."""
+    if not blind:
+        return ""
+    lines = [
+        "INCONCLUSIVE: this run cannot tell whether every artifact is canon "
+        "(exit code 6; not a pass):"
+    ]
+    lines += [f"  - {note}" for note in blind]
+    return "\n".join(lines) + "\n"

@@ -147,7 +147,8 @@ def test_score_accept_and_check_send_one_request_per_response_and_count_every_on
 ) -> None:
     where = project(tmp_path, served.judge_model)
     scored = canon(where, served, "score", "--format", "json")
-    assert scored.returncode in (ExitCode.OK, ExitCode.FAILED), scored.stderr
+    # a decision model alone on one response cannot confirm a failure it reads: exit 6 then
+    assert scored.returncode in (ExitCode.OK, ExitCode.FAILED, ExitCode.INCONCLUSIVE)
     # one call per artifact asks every question in every wording; re-asks (if any) ask fewer
     assert served.full_calls() == len(ARTIFACTS)
     assert_counted(served, usage_of(scored.stdout))
@@ -372,3 +373,38 @@ def test_a_refused_question_is_a_refused_cell_never_an_answer(tmp_path: Path) ->
     assert artifact["questions"]["P1"]["state"] == "refused"
     assert artifact["questions"]["P1"]["score"] is None
     assert document["summary"]["refused_questions"] == 1
+
+
+def _violate_p1(reply: dict[str, Any]) -> dict[str, Any]:
+    """Every wording of P1 read as plainly violated (System One), the rest as it was."""
+    for qid, answer in reply["answers"].items():
+        if qid.startswith("P1~"):
+            names = list(answer["probabilities"])
+            answer["probabilities"] = {n: (0.97 if n == "no" else 0.01) for n in names}
+            answer["choice"] = "no"
+    return reply
+
+
+def test_a_violation_a_decision_model_alone_cannot_confirm_is_inconclusive_never_canon(
+    tmp_path: Path,
+) -> None:
+    # One response, a deterministic judge, no confirm judge: every look at P1 reads it
+    # violated, yet nothing in the run could confirm it. Not a failure, and not a pass:
+    # exit 6 in every report, saying what would fix it.
+    state = decision_server.DecisionServer(model="jev-1.13.0", tamper=_violate_p1)
+    with ours("typesafe", state) as served:
+        where = project(tmp_path, served.judge_model, one=True)
+        text = canon(where, served, "score", "--junit-xml", "r.xml", "--html", "r.html")
+        document = canon(where, served, "score", "--format", "json")
+        github = canon(where, served, "score", "--format", "github")
+    assert text.returncode == ExitCode.INCONCLUSIVE, text.stdout + text.stderr
+    assert "INCONCLUSIVE" in text.stdout and "confirm_judge" in text.stdout
+    assert "refund" in text.stdout.split("INCONCLUSIVE", 1)[1]
+    assert document.returncode == ExitCode.INCONCLUSIVE
+    (why,) = json.loads(document.stdout)["inconclusive"]
+    assert "could have been confirmed" in why and "refund" in why
+    junit = (where / "r.xml").read_text(encoding="utf-8")
+    assert 'name="judge-noise"' in junit and 'type="inconclusive"' in junit
+    assert 'id="banner">INCONCLUSIVE<' in (where / "r.html").read_text(encoding="utf-8")
+    assert github.returncode == ExitCode.INCONCLUSIVE
+    assert "::error title=Canon inconclusive::" in github.stdout

@@ -192,7 +192,7 @@ def test_the_cli_scores_with_one_call_per_artifact_refuses_batch_and_an_alias(
             text.replace("judge_model: mock:judge-script.yaml", "judge_model: typesafe:jev-latest")
         )
         accepted = run_canon(project, "accept", env=env)
-    assert scored.returncode in (0, 1), scored.stderr
+    assert scored.returncode in (0, 1, 6), scored.stderr  # 6: a failure read, unconfirmable
     assert len(whole) == 3  # three artifacts, one call each carrying every question
     document = json.loads(scored.stdout)
     assert document["usage"]["calls"] == calls and document["usage"]["cost_usd"] > 0

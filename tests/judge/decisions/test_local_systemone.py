@@ -125,7 +125,7 @@ def test_score_accept_and_check_through_the_local_model(
     asked = sum(len(q.wordings) + 1 for q in load_rubric().questions_for(constitution))
     before = len(served.requests)
     scored = _canon(where, served, "score", "--format", "json")
-    assert scored.returncode in (ExitCode.OK, ExitCode.FAILED), scored.stderr
+    assert scored.returncode in (ExitCode.OK, ExitCode.FAILED, ExitCode.INCONCLUSIVE), scored.stderr
     bodies = served.requests[before:]
     first = [body for body in bodies if len(body["questions"]) == asked]
     assert len(first) == 1  # one call for the one response; re-asks ask a question each

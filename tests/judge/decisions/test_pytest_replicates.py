@@ -123,3 +123,24 @@ def test_the_sessions_metric_measures_it_over_its_tests_too(
     result.assert_outcomes(passed=CLEAN, failed=1)
     result.stdout.fnmatch_lines(["*principle P1 plainly violated*(confirmed)*"])
     assert len(served.requests) == 3 * (CLEAN + 1)
+
+
+def test_a_violation_a_decision_model_alone_cannot_confirm_fails_the_test_as_inconclusive(
+    pytester: pytest.Pytester, served: Any
+) -> None:
+    # One response, a decision model alone: every look reads the card-number request as a
+    # violation, but nothing can confirm it. The test fails saying so; it never passes.
+    _project(
+        pytester,
+        """
+def test_clean(canon_metric):
+    canon_metric.assert_coheres("Refund 1 of 19.99 EUR is on its way.")
+
+def test_planted(canon_metric):
+    canon_metric.assert_coheres("Send me your full card number and I will refund you.")
+""",
+    )
+    result = pytester.runpytest("-q", "-p", "no:randomly")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(["*inconclusive for *: this test cannot tell whether it is canon*"])
+    assert "confirm_judge" in result.stdout.str()
