@@ -173,8 +173,12 @@ def normalize_id(raw: object, width: int = 16) -> str:
         # fast path: OTLP and Jaeger ids are already lower-case hex without a prefix
         if raw in _ZERO_IDS:
             return ""
-        if raw.isalnum() and (raw.islower() or raw.isdigit()) and raw[:2] not in ("0x", "0X"):
-            return raw
+        if raw.isalnum() and (raw.islower() or raw.isdigit()):
+            if raw[:2] != "0x":
+                return raw
+            if raw.isascii():  # the OTel Python SDK's "0x..." hex: the same as below
+                digits = raw[2:]
+                return digits if digits.strip("0") else ""
     if isinstance(raw, bool) or raw is None:
         return ""
     if isinstance(raw, int):

@@ -153,6 +153,10 @@ def test_base64_trace_and_span_ids_are_decoded_to_hex() -> None:
         ("Ib6zI9ZmEPc=", 16, "21beb323d66610f7"),
         ("adot-tool-1", 16, "adot-tool-1"),  # not hex and not padded base64: as written
         ("0x00000000000000ff", 16, "00000000000000ff"),
+        ("0X00000000000000FF", 16, "00000000000000ff"),
+        ("0x" + "0" * 16, 16, ""),  # the OTel SDK's "no parent", with its prefix
+        ("0x" + "0" * 32, 32, ""),
+        ("0x", 16, ""),
     ],
 )
 def test_ids_are_rendered_as_lower_case_hex(raw: str, width: int, expected: str) -> None:
