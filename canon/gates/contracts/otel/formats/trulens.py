@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import json
 from typing import Any
 
 from canon.gates.contracts.otel.formats.base import (
@@ -30,6 +29,7 @@ from canon.gates.contracts.otel.formats.base import (
     type_name,
 )
 from canon.gates.contracts.otel.formats.records import payload, record_span
+from canon.gates.contracts.otel.jsontext import loads  # json.loads's values, faster
 from canon.gates.contracts.otel.rawspan import RawSpan
 from canon.gates.contracts.otel.values import decode_status, normalize_id
 
@@ -64,7 +64,7 @@ def _cell(raw: dict[str, Any], key: str, sink: SpanSink, where: str) -> dict[str
         value = _literal(stripped) if stripped[:2] in _REPR_STARTS else _NOT_LITERAL
         if value is _NOT_LITERAL:
             try:
-                value = json.loads(stripped)
+                value = loads(stripped)
             except ValueError:
                 raise sink.fail(
                     f"a TruLens {key!r} cell that is neither JSON nor a Python literal at {where}"
@@ -114,7 +114,7 @@ def _literal(text: str) -> object:
         # swapped it is JSON, read the same and several times faster; anything JSON does
         # not have (True, None, tuples, int keys) fails here and is read below
         try:
-            return json.loads(text.replace("'", '"'))
+            return loads(text.replace("'", '"'))
         except ValueError:
             pass
     try:  # literal_eval reads literals only: a repr, never code
