@@ -59,8 +59,8 @@ def _claims(raw: dict[str, Any]) -> bool:
 def _cell(raw: dict[str, Any], key: str, sink: SpanSink, where: str) -> dict[str, Any]:
     """A cell holding an object: as parsed JSON, JSON text or a Python literal's text."""
     value = raw.get(key)
-    if isinstance(value, str) and value.strip():
-        stripped = value.strip()
+    stripped = value.strip() if isinstance(value, str) else ""
+    if stripped:
         value = _literal(stripped) if stripped[:2] in _REPR_STARTS else _NOT_LITERAL
         if value is _NOT_LITERAL:
             try:
