@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import io
+from operator import itemgetter
 
 from canon.gates.contracts.otel.errors import TraceError
 
@@ -33,16 +34,23 @@ def event_table_rows(text: str, source: str) -> list[dict[str, str]]:
     reader = csv.reader(io.StringIO(text.lstrip("\ufeff")))
     try:
         header = [cell.strip().lower() for cell in next(reader)]
+        # the named columns (pandas writes its index unnamed first), picked in C per row
+        named = [at for at, key in enumerate(header) if key]
+        keys = [header[at] for at in named]
+        cells = itemgetter(*named) if len(named) > 1 else None
         rows = []
         for row in reader:
-            if not any(cell.strip() for cell in row):
+            if not "".join(row).strip():  # a blank row: no cell holds anything
                 continue
             if len(row) != len(header):
                 raise TraceError(
                     f"{source}: not a trace: line {reader.line_num} of the event table has "
                     f"{len(row)} cells where its header names {len(header)}"
                 )
-            rows.append({key: cell for key, cell in zip(header, row, strict=True) if key})
+            if cells is None:
+                rows.append({key: cell for key, cell in zip(header, row, strict=True) if key})
+            else:
+                rows.append(dict(zip(keys, cells(row), strict=True)))
     except csv.Error as exc:
         raise TraceError(f"{source}: not a trace: an event table that is no CSV: {exc}") from None
     return rows

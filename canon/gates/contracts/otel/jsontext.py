@@ -37,12 +37,17 @@ def _fast_decoder() -> Callable[[str], object] | None:
     return decode if exact else None
 
 
+def msgspec_in_use() -> bool:
+    """Whether msgspec parses (installed, and reading JSON as ``json`` does)."""
+    return _fast_decoder() is not None
+
+
 def loads(text: str) -> object:
     """``json.loads(text)``: the same value or the same error, faster with msgspec."""
-    return _collector_paused(_parse, text)
+    return collector_paused(_parse, text)
 
 
-def _collector_paused(parse: Callable[[str], _T], text: str) -> _T:
+def collector_paused(parse: Callable[[str], _T], text: str) -> _T:
     """``parse(text)`` with the cyclic GC off, and back on after it if it was on before."""
     # A parse builds tens of thousands of containers that cannot form a cycle; with the
     # collector on, it rescans them again and again while they are built (a 2,000-span
@@ -67,24 +72,6 @@ def _parse(text: str) -> object:
         except (ValueError, RecursionError):
             pass  # JSON msgspec does not read as json does: json decides, value or error
     return json.loads(text)
-
-
-def _document_decoder() -> Callable[[str], list[object] | None] | None:
-    """``typed.decode_documents`` when msgspec is in use, else None."""
-    if _fast_decoder() is None:  # not cached itself: blocking msgspec blocks this too
-        return None
-    from canon.gates.contracts.otel.typed import decode_documents  # imports msgspec
-
-    return decode_documents  # type: ignore[return-value]  # of OtlpDocument
-
-
-def otlp_documents(text: str) -> list[object] | None:
-    """``text`` as ``typed.OtlpDocument`` structs (one, or one per JSON line) when msgspec
-    is in use and the text is plain OTLP JSON spans, else None (parse it with ``loads``)."""
-    decode = _document_decoder()
-    if decode is None:
-        return None
-    return _collector_paused(decode, text)
 
 
 def json_parser() -> str:

@@ -37,7 +37,8 @@ from canon.gates.contracts.otel.beeai import agent_recorded_calls
 from canon.gates.contracts.otel.errors import TraceError
 from canon.gates.contracts.otel.eventtable import event_table_rows, is_event_table
 from canon.gates.contracts.otel.formats import REGISTRY, Registry
-from canon.gates.contracts.otel.jsontext import loads, otlp_documents
+from canon.gates.contracts.otel.jsontext import loads
+from canon.gates.contracts.otel.otlptext import otlp_documents
 from canon.gates.contracts.otel.payloads import LazyToolPayload
 from canon.gates.contracts.otel.rawspan import OtlpRun, RawSpan
 from canon.gates.contracts.otel.runs import run_groups, split_runs

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from itertools import repeat
 from operator import is_, itemgetter
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, cast
 
 from canon.gates.contracts.execution import (
     NO_PAYLOAD,
@@ -62,6 +62,10 @@ _FIRST_TWO = itemgetter(slice(0, 2))
 _INT_STATUS: dict[int, StepStatus] = {0: "unset", 1: "ok", 2: "error"}
 _STATUS_OF_CODE: Callable[[Any], StepStatus] = _INT_STATUS.__getitem__
 _KEY = itemgetter("key")
+_VALUE = itemgetter("value")
+_STRING_VALUE = itemgetter("stringValue")
+_FIRST = itemgetter(0)
+_SECOND = itemgetter(1)
 _new = tuple.__new__
 
 # Where each ``_STEP_KEYS`` key sits in one attribute layout (the same keys, in order).
@@ -148,41 +152,80 @@ def otlp_columns(run: OtlpRun) -> RunColumns:
     if set(map(type, names)) != {str} or "" in names:
         names = [name if isinstance(name, str) and name else UNNAMED for name in names]
     statuses = _statuses(_column(spans, "status"))
-    kinds: list[StepKind] = []
     layouts: dict[tuple[Any, ...], _Layout] = {}
-    for position, items in enumerate(_column(spans, "attributes")):
-        kind: StepKind | None
-        try:
-            item = items[0]
-            if item["key"] != _OPERATION:
-                item = _first_item(items, _OPERATION)
-            kind = _KIND_OF_OPERATION.get(item["value"]["stringValue"])
-            if kind == "tool_call":
-                item = items[1]
-                if item["key"] != _TOOL:
-                    item = _first_item(items, _TOOL)
-                tool = item["value"]["stringValue"].strip()
-                # an unset span status may still be overridden by gen_ai.tool.status
-                if tool and statuses[position] != "unset":
-                    names[position] = tool
-                else:
-                    kind = None
-        except (LookupError, TypeError, AttributeError):
-            kind = None  # no GenAI operation, or an odd one: the general road reads the span
-        if kind is None:
-            hot, attrs = _hot_attributes(items, layouts)
-            kind, names[position], statuses[position] = _classify(
+    attribute_lists = _column(spans, "attributes")
+    kinds = _leading_kinds(attribute_lists, statuses, names)
+    if kinds is None:
+        kinds = [
+            _operation_kind(items, at, statuses, names) for at, items in enumerate(attribute_lists)
+        ]
+    for position, kind in enumerate(kinds):
+        if kind is None:  # no GenAI operation, or an odd one: the general road reads the span
+            hot, attrs = _hot_attributes(attribute_lists[position], layouts)
+            kinds[position], names[position], statuses[position] = _classify(
                 names[position], hot, attrs, statuses[position]
             )
-        kinds.append(kind)
     return RunColumns(
         names,
-        kinds,
+        cast("list[StepKind]", kinds),  # every None was classified above
         statuses,
         _ids(run.span_ids),
         _repeated_ids(_column(spans, "parentSpanId")),
         run.starts,
     )
+
+
+def _operation_kind(
+    items: Any, position: int, statuses: list[StepStatus], names: list[str]
+) -> StepKind | None:
+    """The kind a span's ``gen_ai.operation.name`` settles (a tool call's name written into
+    ``names``), or None for the general road: no such operation, or an odd one."""
+    try:
+        item = items[0]
+        if item["key"] != _OPERATION:
+            item = _first_item(items, _OPERATION)
+        kind = _KIND_OF_OPERATION.get(item["value"]["stringValue"])
+        if kind == "tool_call":
+            item = items[1]
+            if item["key"] != _TOOL:
+                item = _first_item(items, _TOOL)
+            tool = item["value"]["stringValue"].strip()
+            # an unset span status may still be overridden by gen_ai.tool.status
+            if not tool or statuses[position] == "unset":
+                return None
+            names[position] = tool
+        return kind
+    except (LookupError, TypeError, AttributeError):
+        return None
+
+
+def _leading_kinds(
+    attribute_lists: list[Any], statuses: list[StepStatus], names: list[str]
+) -> list[StepKind | None] | None:
+    """``_operation_kind`` of every span, read column by column with C-level ``map`` passes
+    when every span's attributes start with ``gen_ai.operation.name`` (and every tool call's
+    go on with ``gen_ai.tool.name``) holding text, as GenAI instrumentations write them;
+    None when any is otherwise (``_operation_kind`` reads span by span)."""
+    try:
+        firsts = list(map(_FIRST, attribute_lists))
+        if list(map(_KEY, firsts)).count(_OPERATION) != len(firsts):
+            return None
+        kinds: list[StepKind | None]
+        kinds = list(map(_KIND_OF_OPERATION.get, map(_STRING_VALUE, map(_VALUE, firsts))))
+        calls = [at for at, kind in enumerate(kinds) if kind == "tool_call"]
+        seconds = list(map(_SECOND, map(attribute_lists.__getitem__, calls)))
+        if list(map(_KEY, seconds)).count(_TOOL) != len(seconds):
+            return None
+        tools = list(map(str.strip, map(_STRING_VALUE, map(_VALUE, seconds))))
+    except (LookupError, TypeError, AttributeError):
+        return None
+    for position, tool in zip(calls, tools, strict=True):
+        # an unset span status may still be overridden by gen_ai.tool.status
+        if not tool or statuses[position] == "unset":
+            kinds[position] = None
+        else:
+            names[position] = tool
+    return kinds
 
 
 def _first_item(items: list[Any], key: str) -> Any:

@@ -9,7 +9,7 @@ spans (a log record, an unknown field, an attribute key that is not text, a valu
 OTLP does not have) is not read here at all: it goes the ``dict`` road, as before. What
 is read here reads exactly as there: ``as_dict`` gives the JSON a span was parsed from
 (keys in OTLP's order), and the columns below follow ``steps.otlp_columns`` rule by
-rule. This module imports msgspec; ``jsontext.otlp_documents`` imports it only when
+rule. This module imports msgspec; ``otlptext.otlp_documents`` imports it only when
 msgspec is installed.
 """
 

@@ -173,8 +173,12 @@ def normalize_id(raw: object, width: int = 16) -> str:
         # fast path: OTLP and Jaeger ids are already lower-case hex without a prefix
         if raw in _ZERO_IDS:
             return ""
-        if raw.isalnum() and (raw.islower() or raw.isdigit()) and raw[:2] not in ("0x", "0X"):
-            return raw
+        if raw.isalnum() and (raw.islower() or raw.isdigit()):
+            if raw[:2] != "0x":
+                return raw
+            if raw.isascii():  # the OTel Python SDK's "0x..." hex: the same as below
+                digits = raw[2:]
+                return digits if digits.strip("0") else ""
     if isinstance(raw, bool) or raw is None:
         return ""
     if isinstance(raw, int):
@@ -207,9 +211,12 @@ def _base64_hex(text: str) -> str | None:
 def to_nanos(raw: object) -> int:
     """Read a timestamp as Unix nanoseconds: numbers of any unit, digit strings, ISO 8601."""
     # fast path: OTLP nanoseconds as a string ("²" is a digit to isdigit, not to int)
-    if raw.__class__ is str and raw.isascii() and raw.isdigit():
-        number = int(raw)
-        return number if number >= 100_000_000_000_000_000 else _scale(number)
+    if raw.__class__ is str:
+        if raw.isascii() and raw.isdigit():
+            number = int(raw)
+            return number if number >= 100_000_000_000_000_000 else _scale(number)
+        if raw[4:5] == "-" and raw[:4].isdigit():
+            return _iso_nanos(raw.strip())  # an ISO 8601 date: read as below, sooner
     if isinstance(raw, bool):
         return 0
     if isinstance(raw, str):

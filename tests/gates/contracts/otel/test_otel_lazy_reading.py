@@ -326,3 +326,69 @@ def test_start_column_keeps_only_digit_strings_that_sort_as_nanoseconds(
     column = start_column(list(raw))
     assert (column == raw and all(isinstance(value, str) for value in column)) is kept
     assert list(map(as_nanos, column)) == [to_nanos(value) for value in raw]
+
+
+# Spans as GenAI instrumentations lay them out: the operation first (then, for a tool call,
+# its name), which the fast road reads for the whole run at once; odd values among them
+# send the run (or the span) to the span-by-span and general roads, with the same steps.
+operation_values = st.one_of(
+    st.builds(
+        lambda v: {"stringValue": v},
+        st.one_of(st.sampled_from(["chat", "execute_tool", "invoke_agent", "lookup"]), scalars),
+    ),
+    values,
+)
+tool_values = st.one_of(
+    st.builds(lambda v: {"stringValue": v}, st.sampled_from(["lookup", " ", "", " pay "])),
+    values,
+)
+leading_attributes = st.builds(
+    lambda operation, tool, rest: (
+        [{"key": "gen_ai.operation.name", "value": operation}]
+        + ([{"key": "gen_ai.tool.name", "value": tool}] if tool is not None else [])
+        + rest
+    ),
+    operation_values,
+    st.one_of(st.none(), tool_values),
+    st.lists(items, max_size=2),
+)
+leading_spans = st.fixed_dictionaries(
+    {
+        "spanId": span_ids,
+        "startTimeUnixNano": times,
+        "attributes": leading_attributes,
+        "name": st.sampled_from(["chat", "execute_tool x", "agent run"]),
+    },
+    optional={"status": st.fixed_dictionaries({"code": st.sampled_from([0, 1, 2])})},
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(leading_spans, min_size=1, max_size=6))
+def test_spans_led_by_their_genai_operation_give_the_same_steps_on_both_roads(
+    spans: list[dict[str, Any]],
+) -> None:
+    raw = _otlp(spans)
+    assert [_view(step) for step in normalize_trace(raw).steps] == _eager_views(raw)
+
+
+def test_a_run_of_genai_spans_read_at_once_names_its_tool_calls_and_keeps_odd_ones() -> None:
+    def operation(op: str, *rest: dict[str, Any]) -> list[dict[str, Any]]:
+        return [_attr("gen_ai.operation.name", op), *rest]
+
+    spans = [
+        _span("a1", operation("invoke_agent"), name="agent", status={"code": 1}),
+        _span(
+            "a2", operation("execute_tool", _attr("gen_ai.tool.name", " pay ")), status={"code": 1}
+        ),
+        _span("a3", operation("execute_tool", _attr("gen_ai.tool.name", "")), status={"code": 1}),
+        _span("a4", operation("execute_tool", _attr("gen_ai.tool.name", "refund"))),  # unset
+        _span("a5", operation("chat"), name="chat", status={"code": 1}),
+    ]
+    raw = _otlp(spans)
+    steps = normalize_trace(raw).steps
+    assert [_view(step) for step in steps] == _eager_views(raw)
+    assert [(step.name, step.kind) for step in steps][:2] == [
+        ("agent", "agent"),
+        ("pay", "tool_call"),
+    ]

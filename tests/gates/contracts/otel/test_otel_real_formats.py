@@ -12,7 +12,7 @@ import pytest
 from canon.gates.contracts.execution import Execution
 from canon.gates.contracts.generate import generate_contract
 from canon.gates.contracts.otel import TraceError, normalize_trace, parse_trace_text
-from canon.gates.contracts.otel.values import normalize_id
+from canon.gates.contracts.otel.values import normalize_id, to_nanos
 
 TESTS = Path(__file__).resolve().parents[3]
 REAL = TESTS / "corpus" / "real-traces"
@@ -153,6 +153,10 @@ def test_base64_trace_and_span_ids_are_decoded_to_hex() -> None:
         ("Ib6zI9ZmEPc=", 16, "21beb323d66610f7"),
         ("adot-tool-1", 16, "adot-tool-1"),  # not hex and not padded base64: as written
         ("0x00000000000000ff", 16, "00000000000000ff"),
+        ("0X00000000000000FF", 16, "00000000000000ff"),
+        ("0x" + "0" * 16, 16, ""),  # the OTel SDK's "no parent", with its prefix
+        ("0x" + "0" * 32, 32, ""),
+        ("0x", 16, ""),
     ],
 )
 def test_ids_are_rendered_as_lower_case_hex(raw: str, width: int, expected: str) -> None:
@@ -303,3 +307,19 @@ def test_several_json_arrays_joined_by_commas_are_refused_as_not_json() -> None:
     text = (REAL / "monocle/teamsai_console_sample.json").read_text()
     with pytest.raises(TraceError, match=r"^teams: not a trace: not JSON"):
         parse_trace_text(text, source="teams")
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ("2024-03-21T05:46:40Z", 1_711_000_000_000_000_000),
+        ("2024-03-21T05:46:40.5+00:00 ", 1_711_000_000_500_000_000),  # trailing space
+        (" 2024-03-21T05:46:40Z", 1_711_000_000_000_000_000),  # leading space
+        ("2024-03-21T07:46:40+02:00", 1_711_000_000_000_000_000),
+        ("2024-13-01T00:00:00Z", 0),  # no such month: no time, not an error
+        ("²²²²-01-01T00:00:00Z", 0),  # digits to isdigit, not to a date
+        ("2024-", 0),
+    ],
+)
+def test_iso_timestamps_are_read_as_unix_nanoseconds(raw: str, expected: int) -> None:
+    assert to_nanos(raw) == expected

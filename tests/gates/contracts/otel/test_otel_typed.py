@@ -20,6 +20,7 @@ from canon.gates.contracts.otel import (
     normalize_trace_text,
     normalize_traces,
     normalize_traces_text,
+    otlptext,
     parse_trace_text,
 )
 from canon.gates.contracts.otel.typed import OtlpDocument, decode_documents, document_batch
@@ -299,7 +300,7 @@ def test_without_msgspec_the_dict_road_reads_text(monkeypatch: pytest.MonkeyPatc
     jsontext._fast_decoder.cache_clear()
     monkeypatch.setitem(sys.modules, "msgspec", None)
     try:
-        assert jsontext.otlp_documents(text) is None
+        assert otlptext.otlp_documents(text) is None
         assert _view(normalize_trace_text(text)) == typed
     finally:
         jsontext._fast_decoder.cache_clear()
@@ -307,7 +308,7 @@ def test_without_msgspec_the_dict_road_reads_text(monkeypatch: pytest.MonkeyPatc
 
 def test_the_typed_document_is_what_the_text_holds() -> None:
     text = json.dumps(_document([_span(i) for i in range(3)]))
-    documents = jsontext.otlp_documents(text)
+    documents = otlptext.otlp_documents(text)
     assert documents is not None and len(documents) == 1
     document = documents[0]
     assert isinstance(document, OtlpDocument)

@@ -39,6 +39,7 @@ _KINDS = {
     "guardrail": "GUARDRAIL",
 }
 _UUID_DASHES = (8, 13, 18, 23)
+_new_span = tuple.__new__  # a RawSpan without NamedTuple.__new__'s argument handling
 
 
 def _json_text(value: object) -> str:
@@ -119,8 +120,9 @@ def record_span(
     trace, span_id, parent = ids
     start = to_nanos(times[0])
     end = to_nanos(times[1]) or start
-    return RawSpan(
-        sink.count, name, trace, span_id, parent, start, end, status, attributes, (), scope
+    return _new_span(
+        RawSpan,
+        (sink.count, name, trace, span_id, parent, start, end, status, attributes, (), scope),
     )
 
 

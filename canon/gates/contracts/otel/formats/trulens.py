@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import ast
 import functools
-import json
 from typing import Any
 
 from canon.gates.contracts.otel.formats.base import (
@@ -30,6 +29,7 @@ from canon.gates.contracts.otel.formats.base import (
     type_name,
 )
 from canon.gates.contracts.otel.formats.records import payload, record_span
+from canon.gates.contracts.otel.jsontext import loads  # json.loads's values, faster
 from canon.gates.contracts.otel.rawspan import RawSpan
 from canon.gates.contracts.otel.values import decode_status, normalize_id
 
@@ -44,9 +44,11 @@ _KINDS = {
     "record_root": "CHAIN",
     "main": "CHAIN",
 }
-_INPUTS = ("main.main_input", "record_root.input")
-_OUTPUTS = ("main.main_output", "record_root.output")
+_SPAN_TYPE = f"{_PREFIX}span_type"
+_INPUTS = (f"{_PREFIX}main.main_input", f"{_PREFIX}record_root.input")
+_OUTPUTS = (f"{_PREFIX}main.main_output", f"{_PREFIX}record_root.output", f"{_PREFIX}call.return")
 _ARGUMENTS = f"{_PREFIX}call.kwargs."
+_ID_FORMATS = {16: "016x", 32: "032x"}
 _LITERAL_LIMIT = 1_000_000  # a repr longer than any row: refused, not evaluated
 
 
@@ -57,12 +59,12 @@ def _claims(raw: dict[str, Any]) -> bool:
 def _cell(raw: dict[str, Any], key: str, sink: SpanSink, where: str) -> dict[str, Any]:
     """A cell holding an object: as parsed JSON, JSON text or a Python literal's text."""
     value = raw.get(key)
-    if isinstance(value, str) and value.strip():
-        stripped = value.strip()
+    stripped = value.strip() if isinstance(value, str) else ""
+    if stripped:
         value = _literal(stripped) if stripped[:2] in _REPR_STARTS else _NOT_LITERAL
         if value is _NOT_LITERAL:
             try:
-                value = json.loads(stripped)
+                value = loads(stripped)
             except ValueError:
                 raise sink.fail(
                     f"a TruLens {key!r} cell that is neither JSON nor a Python literal at {where}"
@@ -75,8 +77,9 @@ def _cell(raw: dict[str, Any], key: str, sink: SpanSink, where: str) -> dict[str
 def _input(attributes: dict[str, Any]) -> object:
     """The request a span records: its main input, else its call's one argument."""
     for key in _INPUTS:
-        if attributes.get(_PREFIX + key) is not None:
-            return attributes[_PREFIX + key]
+        value = attributes.get(key)
+        if value is not None:
+            return value
     arguments = [key for key in attributes if key.startswith(_ARGUMENTS)]
     if len(arguments) != 1:
         return None
@@ -88,9 +91,10 @@ def _input(attributes: dict[str, Any]) -> object:
 
 def _output(attributes: dict[str, Any]) -> object:
     """The answer a span records: its main output, else what its call returned."""
-    for key in (*_OUTPUTS, "call.return"):
-        if attributes.get(_PREFIX + key) is not None:
-            return attributes[_PREFIX + key]
+    for key in _OUTPUTS:
+        value = attributes.get(key)
+        if value is not None:
+            return value
     return None
 
 
@@ -110,7 +114,7 @@ def _literal(text: str) -> object:
         # swapped it is JSON, read the same and several times faster; anything JSON does
         # not have (True, None, tuples, int keys) fails here and is read below
         try:
-            return json.loads(text.replace("'", '"'))
+            return loads(text.replace("'", '"'))
         except ValueError:
             pass
     try:  # literal_eval reads literals only: a repr, never code
@@ -122,7 +126,8 @@ def _literal(text: str) -> object:
 def _id(value: object, width: int = 16) -> str:
     """A TruLens id: a decimal integer (as text or a number), written as OTel's hex."""
     if isinstance(value, str) and value.isascii() and value.isdigit():
-        value = int(value)
+        number = int(value)  # what normalize_id does with the integer, without its checks
+        return format(number, _ID_FORMATS[width]) if number > 0 else ""
     return normalize_id(value, width)
 
 
@@ -138,7 +143,7 @@ def _read(raw: dict[str, Any], sink: SpanSink, where: str) -> None:
     span_id = _id(trace.get("span_id"))
     if not span_id or not isinstance(name, str) or not name.strip():
         raise sink.fail(f"a TruLens event record without a span_id or a name at {where}")
-    span_type = text(attributes.get(f"{_PREFIX}span_type")).lower()
+    span_type = text(attributes.get(_SPAN_TYPE)).lower()
     oi_kind = _KINDS.get(span_type)
     if oi_kind is not None:
         attributes.setdefault("openinference.span.kind", oi_kind)
@@ -172,7 +177,7 @@ def _app_calls(entries: list[Entry], trulens: set[int]) -> list[Entry]:
         for entry in entries
         if entry.__class__ is RawSpan
         and entry.position in trulens
-        and entry.attributes.get(f"{_PREFIX}span_type") == "record_root"
+        and entry.attributes.get(_SPAN_TYPE) == "record_root"
     }
     if not roots:
         return entries
