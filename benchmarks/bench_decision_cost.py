@@ -8,6 +8,11 @@ constitution plus one principle (11 questions, 3 wordings each), for Jev
 (one call per question, first ask only) at several list prices. Requests, input tokens and
 dollars side by side; the decision path's dollars over the LLM path's.
 
+Part 1b: the same, per command, from the estimate (the requests each would send before any
+re-ask a failure needs): ``canon score``, ``canon accept`` (the LLM path gives every answer a
+second look) and ``canon check`` of a fresh agent run (every text reworded: the LLM path gives
+each changed artifact's gate a second look), and one accept + check cycle.
+
 Part 2: the same 1,000 artifacts scored through Canon's runner (one call per artifact)
 against jevcompat's mock (a child process) behind a 0.4 s delay, at the default concurrency
 (8); the wall time over the ideal (requests x 0.4 s / 8).
@@ -28,10 +33,12 @@ from pathlib import Path
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+from canon.check.pipeline import baseline_from_run, score_run
 from canon.check.runner import DEFAULT_CONCURRENCY, ScoringPlan, score_artifacts
 from canon.check.spend import estimate_run
 from canon.core.artifact import Artifact
 from canon.core.constitution import Principle
+from canon.core.scoring import Answer
 from canon.judge.decisions.judge import DecisionJudge
 from canon.judge.litellm_judge import LiteLLMJudge
 from canon.project.store import constitution_from_file, load_rubric
@@ -141,6 +148,56 @@ def wall_time(count: int, latency: float) -> None:
     )
 
 
+@dataclasses.dataclass
+class _Sure:
+    """A judge that answers every question the same sure way (for the baseline the check
+    estimate compares with: which answers it holds does not change what a check asks)."""
+
+    name: str = "sure"
+
+    async def answer(self, request: object) -> Answer:
+        question = request.question  # type: ignore[attr-defined]
+        label = "no" if question.id == "G" else "yes"
+        return Answer({label: 1.0})
+
+
+def cycle_table(count: int) -> None:
+    """What each command asks of each judge: ``canon score`` (first asks), ``canon accept``
+    (every answer gets a second look, so a baseline answer is never one draw) and ``canon
+    check`` of a fresh agent run (every text reworded: each changed artifact's gate gets a
+    second look), from the estimate (the requests the run would send, before re-asks a
+    failure needs); and accept + check, one cycle of the workflow."""
+    items = artifacts(count)
+    accepted = asyncio.run(score_run(plan_for(_Sure()), items, record=True))
+    baseline = baseline_from_run(plan_for(_Sure()), accepted)
+    fresh = [dataclasses.replace(a, text=f"{a.text} (reworded)") for a in items]
+    print(f"\n{count} artifacts, per command (requests / dollars):")
+    print(f"{'judge':<22}{'score':>20}{'accept':>20}{'check':>20}{'accept+check':>16}")
+    rows: dict[str, float] = {}
+    for label, judge in (
+        ("jev-1.13.0", DecisionJudge("typesafe", "jev-1.13.0", api_key="k")),
+        ("gpt-6-luna", DecisionJudge("openai-decisions", "gpt-6-luna", api_key="k")),
+        *((model, LiteLLMJudge(model)) for model in LLMS),
+    ):
+        plan = plan_for(judge)
+        runs = (
+            estimate_run(plan, items),
+            estimate_run(plan, items, record=True),
+            estimate_run(plan, fresh, baseline=baseline),
+        )
+        cells = [f"{e.calls} / ${e.cost or 0:.3f}" for e in runs]
+        cycle = (runs[1].cost or 0) + (runs[2].cost or 0)
+        rows[label] = cycle
+        print(
+            f"{label:<22}{cells[0]:>20}{cells[1]:>20}{cells[2]:>20}{'$' + format(cycle, '.3f'):>16}"
+        )
+    for label in ("jev-1.13.0", "gpt-6-luna"):
+        for llm in LLMS:
+            print(
+                f"  accept + check, {label} / {llm}: {rows[label] / rows[llm]:.4f} of the dollars"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--artifacts", type=int, default=1000)
@@ -148,6 +205,7 @@ def main() -> None:
     parser.add_argument("--no-wall", action="store_true", help="the cost table only")
     options = parser.parse_args()
     cost_table(options.artifacts)
+    cycle_table(options.artifacts)
     if not options.no_wall:
         wall_time(options.artifacts, options.latency)
 
