@@ -588,3 +588,53 @@ def test_with_a_judge_a_span_after_the_decision_is_recorded_late_once(
     (record,) = [r for r in records if r["decision"]["kind"] == "late"]
     assert record["trace_id"] == trace and "verdict" not in record
     assert "0000000000000003" in record["decision"]["cause"]
+
+
+def test_a_restarted_cloudwatch_monitor_does_not_spend_the_days_budget_twice(
+    logs: Any, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from canon.check.plan import build_plan
+    from canon.monitor.judging import LocalBudget, OnlineJudge
+    from canon.project.config import load_config
+
+    from support.helper_modules import load_helper
+    from support.model_judge import PRICED_JUDGE, model_env, model_project
+
+    fake_llm_server = load_helper("judge/fake_llm_server.py")
+    project = model_project(tmp_path, PRICED_JUDGE + "judge_cache: false\nthreshold: 0.5\n")
+    group = _group(logs, "budget")
+    out = tmp_path / "audit"
+    limit = 0.00002
+
+    def put(first: int) -> None:
+        for n in range(first, first + 6):
+            spans = _trace(f"{n + 1:032x}", "lookup")
+            spans[0]["attributes"].update({"input.value": f"Refund {n}", "output.value": "Done."})
+            _put(logs, group, spans)
+
+    with fake_llm_server.running_fake_llm() as fake:
+        fake.script("", "ANSWER: yes")
+        for name, value in model_env(fake.base_url).items():
+            monkeypatch.setenv(name, value)
+        plan = build_plan(load_config(cwd=project))
+
+        def run() -> None:  # a new process: a new budget, the same output dir
+            monitor_cloudwatch(
+                load_contract(CONTRACT), group, output_dir=out, max_polls=2, client=logs,
+                settle=0, sleep=lambda _: None, judge=OnlineJudge(plan, budget=LocalBudget(limit)),
+            )  # fmt: skip
+
+        put(0)
+        run()
+        calls = len(fake.requests)
+        judged = [r["decision"] for r in _records(out) if r["decision"]["kind"] == "judged"]
+        assert judged and calls
+        put(6)
+        run()  # restarted the same UTC day, with six more sampled traces
+        assert len(fake.requests) == calls, "the restarted monitor asked the judge again"
+    decisions = [r["decision"] for r in _records(out)]
+    assert len(decisions) == 12
+    assert [d for d in decisions if d["kind"] == "judged"] == judged
+    assert {d["kind"] for d in decisions} == {"judged", "budget-dropped"}
+    spent = sum(d.get("cost", 0.0) for d in decisions)
+    assert spent <= limit + max(d["cost"] for d in judged)
