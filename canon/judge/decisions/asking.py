@@ -87,9 +87,26 @@ def asked_question(question: Question, variant: int, state: dict[str, Any]) -> A
         id=f"{question.id}{WORDING_MARK}{variant}",
         question=question,
         wording=variant % (len(question.wordings) + 1),
-        instructions=f"{preface}\n{question.wording(variant).strip()}",
+        instructions=f"{preface}\n{_pointing(question, question.wording(variant).strip(), state)}",
         options=choice_order(question, variant),
     )
+
+
+def _pointing(question: Question, wording: str, state: dict[str, Any]) -> str:
+    """``wording`` with the principle it quotes replaced by its path in the state
+    (`` `principles[2]` ``), as the System One wire lets a question point into the state: a
+    call asks each principle in every wording, and quoting it each time was a tenth of the
+    call's tokens. Any other question, or a principle the state does not hold, as it is."""
+    subject = question.subject
+    principles = state.get("principles")
+    if question.kind != "principle" or not subject or not isinstance(principles, list):
+        return wording
+    try:
+        path = f"`principles[{principles.index(subject)}]`"
+    except ValueError:
+        return wording
+    quoted = f'"{subject}"'
+    return wording.replace(quoted, path) if quoted in wording else wording.replace(subject, path)
 
 
 def _untrusted(request: bool, context: bool) -> str:
