@@ -528,8 +528,7 @@ class _ArtifactConfirmation:
         ):
             if calls >= limit:
                 agreed = sum(m > 0.5 for m in sampled)
-                undecided = dataclasses.replace(evidence, agreed=agreed, disagreed=calls - agreed)
-                if count > 1 or not self._extend(undecided, limit, [[agreed, calls - agreed]]):
+                if count > 1 or not self._extend(evidence, limit, [(agreed, calls - agreed)]):
                     break
                 limit = 2 * self.rule.max_reasks
             variant += 1
@@ -559,15 +558,16 @@ class _ArtifactConfirmation:
         spread = split_within(agreed, len(sampled) - agreed, self.rule)
         self.evidence[qid] = dataclasses.replace(evidence, spread=spread)
 
-    def _extend(self, evidence: Evidence, limit: int, tally: Sequence[Sequence[int]]) -> bool:
+    def _extend(self, evidence: Evidence, limit: int, counts: Sequence[Sequence[int]]) -> bool:
         # The re-asks ran out undecided, split about as often one way as the other (within
         # each response, with replicates): as many again tell a coin-flip judge from one
-        # straying at the flip rate.
+        # straying at the flip rate. ``counts``: agreed and disagreed, per response.
         if limit != self.rule.max_reasks or evidence.status != "open":
             return False
-        if len(tally) > 1:
-            return consistent(tally, self.rule) > 1.0 / REFUTE_BAR
-        return split_within(evidence.agreed, evidence.disagreed, self.rule) >= EXTEND_BAR
+        if len(counts) > 1:
+            return consistent(counts, self.rule) > 1.0 / REFUTE_BAR
+        ((agreed, disagreed),) = counts
+        return split_within(agreed, disagreed, self.rule) >= EXTEND_BAR
 
     async def _test(self, qid: str, labels: frozenset[str] | None = None) -> None:
         cell = self.result.cell(qid)
@@ -578,7 +578,8 @@ class _ArtifactConfirmation:
         replicated = len(tally) > 1
         limit = self.rule.max_reasks
         while True:
-            if evidence.reasks >= limit and self._extend(evidence, limit, tally):
+            counts = tally if replicated else [(evidence.agreed, evidence.disagreed)]
+            if evidence.reasks >= limit and self._extend(evidence, limit, counts):
                 limit = 2 * self.rule.max_reasks
             if (
                 not (

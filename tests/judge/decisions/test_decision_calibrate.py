@@ -73,20 +73,10 @@ def test_one_call_per_artifact_finds_what_one_call_per_question_finds() -> None:
     assert single.deterministic and single.recommended_flip_rate is None
 
 
-class Sampling:
+class Sampling(OneAtATime):
     """The decision judge as if it sampled afresh (not deterministic): its re-asks count."""
 
     deterministic = False
-
-    def __init__(self, inner: DecisionJudge) -> None:
-        self.inner = inner
-
-    @property
-    def name(self) -> str:
-        return self.inner.name
-
-    async def answer(self, request: JudgeRequest) -> Answer:
-        return await self.inner.answer(request)
 
     async def answer_all(self, requests: Sequence[JudgeRequest]) -> ResponseAnswers:
         return await self.inner.answer_all(requests)
