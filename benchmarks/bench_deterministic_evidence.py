@@ -23,16 +23,22 @@ Judges (all seeded):
   item repeating the misreading with probability 0.85.
 - coin-flip LLM: on the planted artifact's reply every ask is a coin flip between the true
   label and one wrong label; right on every other artifact.
+- sampling LLM: the confirm judge's model (10 % wrong, independently per ask) as the judge.
+- "3 samples an ask": the judge's ``samples`` at 3, one request giving three answers whose
+  shares are the distribution (each drawn as above).
 
 Cells: DM + LLM confirm judge with 1 response; DM alone with 3 replicates; sticky LLM with
-3 replicates; DM alone with 1 response; the coin-flip judge with 1 response and with 3
-replicates. For a planted row, the runs that exit 0 are split by what the run could see: how
-many of them saw the judge disagree with itself about a000 (answers to its cells asked more
-than once, against each cell's majority) beyond the flip rate the rule assumes. The others
+3 replicates; DM alone with 1 response; the coin-flip judge with 1 response, with 3
+replicates, and with 1 response at 3 samples an ask; the sampling LLM with 1 response at 1
+and at 3 samples an ask. For a planted row, the runs that exit 0 are split by what the run
+could see: how many of them saw the judge disagree with itself about a000 (answers to its
+cells asked more than once, against each cell's majority) beyond the flip rate the rule
+assumes. The others
 are runs where every answer about a000 that was asked again agreed: nothing in them shows
 the coin.
 "Blocked": an unchanged suite's check exits 1 or 6. "Caught": exit 1 naming a000.
 "LLM cells": the share of the suite's cells the confirm judge was asked about in a check.
+"Requests": the check's requests to its judge (one request may hold several samples).
 
     .venv/bin/python benchmarks/bench_deterministic_evidence.py [--trials 100] [--only dm+llm]
 """
@@ -160,6 +166,7 @@ class SamplingLLM:
     truth: Truth
     seed: int
     e: float = 0.10
+    samples: int = 1  # answers per request (``samples``): the distribution is their shares
     calls: int = 0
     asked: set[tuple[str, str]] = field(default_factory=set)
     rng: random.Random = field(init=False)
@@ -176,10 +183,14 @@ class SamplingLLM:
         question = request.question
         self.asked.add((request.artifact.id or "", question.id))
         true = self.truth(request.artifact.id or "", question.id)
-        label = true
-        if self.rng.random() < self.e:
-            label = self.rng.choice([c.label for c in question.choices if c.label != true])
-        return Answer({label: 1.0}, f"the LLM read {question.id} as {label!r}")
+        shares: dict[str, float] = {}
+        for _ in range(self.samples):
+            label = true
+            if self.rng.random() < self.e:
+                label = self.rng.choice([c.label for c in question.choices if c.label != true])
+            shares[label] = shares.get(label, 0.0) + 1.0 / self.samples
+        label = max(sorted(shares), key=lambda name: shares[name])
+        return Answer(shares, f"the LLM read {question.id} as {label!r}")
 
 
 @dataclass
@@ -188,6 +199,7 @@ class CoinFlip:
 
     truth: Truth
     seed: int
+    samples: int = 1  # answers per request (``samples``): the distribution is their shares
     calls: int = 0
     rng: random.Random = field(init=False)
 
@@ -208,7 +220,11 @@ class CoinFlip:
         wrong = _rng(self.seed, request.artifact.text, question.id).choice(
             [c.label for c in question.choices if c.label != true]
         )
-        return Answer({true if self.rng.random() < 0.5 else wrong: 1.0})
+        shares: dict[str, float] = {}
+        for _ in range(self.samples):
+            label = true if self.rng.random() < 0.5 else wrong
+            shares[label] = shares.get(label, 0.0) + 1.0 / self.samples
+        return Answer(shares)
 
 
 @dataclass(frozen=True)
@@ -222,6 +238,7 @@ class Trial:
     # disagreed with their cell's majority: the self-disagreement the run could see there
     answers: int = 0
     minority: int = 0
+    requests: int = 0  # the check's requests to its judge (a request may hold samples)
 
 
 JudgeMaker = Callable[[Truth, int], Judge]
@@ -265,7 +282,10 @@ def trial(
             if asks > 1 and cell.distribution:
                 answers += asks
                 minority += asks - round(max(p for _, p in cell.distribution) * asks)
-    return Trial(c.status, named, asked, size * len(QUESTIONS), c.inconclusive, answers, minority)
+    requests = getattr(check.judge, "calls", 0)
+    return Trial(
+        c.status, named, asked, size * len(QUESTIONS), c.inconclusive, answers, minority, requests
+    )
 
 
 def rate(hits: int, trials: int) -> str:
@@ -298,6 +318,20 @@ def coin(truth: Truth, seed: int) -> Judge:
     return CoinFlip(truth, seed)
 
 
+def coin_s3(truth: Truth, seed: int) -> Judge:
+    return CoinFlip(truth, seed, samples=3)
+
+
+def llm_s1(truth: Truth, seed: int) -> Judge:
+    return SamplingLLM(truth, seed)
+
+
+def llm_s3(truth: Truth, seed: int) -> Judge:
+    return SamplingLLM(truth, seed, samples=3)
+
+
+BOTH = ("aa", "planted")
+PLANTED_ROW = ("planted",)
 CELLS = {
     "dm+llm": Cell("DM + LLM confirm_judge, 1 response", dm, llm, 1, ("aa", "planted")),
     "dm-3": Cell("DM alone, 3 replicates", dm, None, 3, ("aa", "planted")),
@@ -305,6 +339,11 @@ CELLS = {
     "dm-1": Cell("DM alone, 1 response", dm, None, 1, ("aa", "planted")),
     "coin": Cell("coin-flip LLM, 1 response", coin, None, 1, ("planted",)),
     "coin-3": Cell("coin-flip LLM, 3 replicates", coin, None, 3, ("planted",)),
+    "coin-s3": Cell("coin-flip LLM, 1 response, 3 samples an ask", coin_s3, None, 1, ("planted",)),
+    "llm-1": Cell("sampling LLM (10 %), 1 response", llm_s1, None, 1, ("aa", "planted")),
+    "llm-s3": Cell(
+        "sampling LLM (10 %), 1 response, 3 samples an ask", llm_s3, None, 1, ("aa", "planted")
+    ),
 }
 
 
@@ -332,6 +371,8 @@ def report(cell: Cell, row: str, trials: list[Trial], seconds: float) -> None:
     print(f"    inconclusive (exit 6)      {rate(inconclusive, n)}")
     if cell.confirm is not None:
         print(f"    LLM asked about            {asked:.1%} of the cells (mean over checks)")
+    requests = sum(t.requests for t in trials) / n
+    print(f"    requests to the judge      {requests:.0f} a check (mean)")
     why: dict[str, int] = {}
     for t in trials:
         for reason in t.inconclusive:

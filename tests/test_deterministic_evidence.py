@@ -20,6 +20,7 @@ from canon.core.baseline import Baseline, baseline_from_data, baseline_to_data
 from canon.core.comparison import Comparison
 from canon.core.constitution import Constitution, Principle
 from canon.core.evidence import (
+    REFUTE_BAR,
     DecisionRule,
     Unit,
     evidence_from_units,
@@ -202,8 +203,22 @@ def test_a_unit_counts_once_at_the_share_of_its_answers_that_read_the_claim():
 def test_a_half_and_half_response_is_split_and_a_consistent_one_is_not():
     rule = DecisionRule()
     assert split_within(8, 8, rule) > 100
-    assert split_within(5, 0, rule) < 0.1
-    assert split_within(0, 5, rule) < 0.1
+    assert split_within(5, 0, rule) < 0.15
+    assert split_within(0, 5, rule) < 0.15
+    assert split_within(8, 0, rule) < 1.0 / REFUTE_BAR  # eight one way clear a coin
+
+
+@pytest.mark.parametrize("agreed, disagreed", [(0, 0), (1, 0), (2, 5), (6, 3), (7, 7)])
+def test_a_coin_flip_clears_a_claim_no_more_often_than_the_bar_allows(agreed, disagreed):
+    # Under a half-and-half judge the inverse ratio is a martingale: one more answer, either
+    # way with probability 1/2, leaves its expectation where it was (so by Ville's inequality
+    # a coin falls to 1 / REFUTE_BAR with probability at most 1 / REFUTE_BAR). Taking the
+    # likelier way instead of both breaks this where neither way leads: (0, 0), (7, 7).
+    rule = DecisionRule()
+    now = 1.0 / split_within(agreed, disagreed, rule)
+    later = 0.5 / split_within(agreed + 1, disagreed, rule)
+    later += 0.5 / split_within(agreed, disagreed + 1, rule)
+    assert later == pytest.approx(now, rel=1e-9)
 
 
 def _cell(qid: str, looks: list[tuple[int, str]]) -> Cell:
@@ -306,6 +321,8 @@ def test_a_judge_split_on_a_cell_a_verdict_hangs_on_is_inconclusive_not_a_pass()
     assert NoteKind.JUDGE_SPLIT in _kinds(comparison)
     text = render_check(comparison, baseline, suite="suite", path="b.json")
     assert "stayed split over its re-asks" in text
+    # a sampling judge: several answers a request would show the split on the first ask
+    assert "judge_options samples: 3" in text
     document = check_document(comparison, baseline, suite="suite", path="b.json")
     assert document["status"] == "inconclusive"
     assert any("stayed split" in line for line in json.loads(json.dumps(document))["inconclusive"])

@@ -235,6 +235,9 @@ FIXES = (
     "give each artifact several responses (replicates), add a confirm_judge that samples, "
     'or run "canon calibrate" to measure the judge'
 )
+# A sampling judge split on a cell: several answers a request show its split on every first
+# ask, in one call (a coin on one reply then never passes: docs/baselines.md).
+SAMPLES_FIX = "judge_options samples: 3 (three answers a request)"
 
 
 def _about_changed(power: Power | None, unchanged: frozenset[str]) -> Power | None:
@@ -307,7 +310,8 @@ def blind_notes(power: Power | None, rule: DecisionRule) -> tuple[Note, ...]:
                 f"the judge stayed split over its re-asks on {len(cells)} cell(s) a verdict "
                 f"hung on ({', '.join(cells[:5])}{' …' if len(cells) > 5 else ''}): about "
                 f"as often one answer as the other, far above the flip rate of "
-                f"{rule.flip_rate:.0%} the check assumes; {FIXES}",
+                f"{rule.flip_rate:.0%} the check assumes; "
+                + (FIXES if power.deterministic else f"set {SAMPLES_FIX}, {FIXES}"),
                 cells=power.split,
             )
         )

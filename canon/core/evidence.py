@@ -272,10 +272,18 @@ def add_answer(
 
 def split_within(agreed: int, disagreed: int, rule: DecisionRule) -> float:
     """How much likelier a half-and-half judge makes one response's re-asks than one that
-    answers it consistently (either way) but for the flip rate."""
+    answers it consistently but for the flip rate, either way, each way as likely.
+
+    The two ways are averaged, not the likelier one taken: the ratio is then one of two
+    fixed hypotheses, so under a half-and-half judge its inverse is a martingale, over one
+    response and multiplied over several (``canon.check.confirm.consistent``). A coin flip
+    falls to ``1 / REFUTE_BAR`` (is cleared) with probability at most ``1 / REFUTE_BAR``
+    however the re-asking stops. The likelier way alone let it through up to twice as
+    often per response: 5.5 % of checks with a coin on three responses (issue 23)."""
     f = rule.flip_rate
-    few, many = sorted((agreed, disagreed))
-    return float(SPLIT ** (few + many) / (f**few * (1.0 - f) ** many))
+    one_way = f**agreed * (1.0 - f) ** disagreed
+    other_way = (1.0 - f) ** agreed * f**disagreed
+    return float(SPLIT ** (agreed + disagreed) / ((one_way + other_way) / 2.0))
 
 
 @dataclass(frozen=True, slots=True)
