@@ -235,9 +235,10 @@ FIXES = (
     "give each artifact several responses (replicates), add a confirm_judge that samples, "
     'or run "canon calibrate" to measure the judge'
 )
-# A sampling judge split on a cell: several answers a request show its split on every first
-# ask, in one call (a coin on one reply then never passes: docs/baselines.md).
-SAMPLES_FIX = "judge_options samples: 3 (three answers a request)"
+# A sampling judge split on a cell: its spread on every first ask (its log-probabilities, or
+# several sampled answers a request) shows the split where one answer cannot (a coin on one
+# reply then never passes: docs/baselines.md).
+SAMPLES_FIX = "judge_options logprobs: true, or samples: 3 with temperature: 0.7"
 
 
 def _about_changed(power: Power | None, unchanged: frozenset[str]) -> Power | None:
