@@ -284,7 +284,7 @@ def _with_decisions(rest: Estimate, decided: Sequence[PlannedRequest], names: st
     for (judge_id, _key, _text), requests in calls.items():
         judge = judges[judge_id]
         first = requests[0]
-        state = decision_state(first.constitution, first.artifact, first.instructions)
+        state = decision_state(first.constitution, first.artifact)
         asked = [asked_question(r.question, r.variant, state) for r in requests]
         wire = judge.client.wire
         count = wire.tokens(wire.build(judge.model, state, asked))

@@ -98,7 +98,7 @@ class DecisionJudge:
         if not requests:
             return ResponseAnswers({})
         first = requests[0]
-        state = decision_state(first.constitution, first.artifact, first.instructions)
+        state = decision_state(first.constitution, first.artifact)
         asked = [asked_question(r.question, r.variant, state) for r in requests]
         try:
             result = await self.client.decide(state, asked, self.spend_guard)
