@@ -27,6 +27,7 @@ from canon.core.outcome import NoteKind
 from canon.core.scoring import cell_reason
 from canon.errors import BudgetExceededError, ConfigError
 from canon.judge.cache import cached_judge
+from canon.judge.decisions import asking
 from canon.judge.decisions.client import Pace
 from canon.judge.decisions.judge import DecisionJudge
 from canon.judge.decisions.wires import WIRES
@@ -97,6 +98,25 @@ def test_the_cache_keeps_answers_per_question_and_a_second_run_makes_no_call(
     for before, after in zip(first.cells, again.cells, strict=True):
         assert dict(after.distribution) == pytest.approx(dict(before.distribution))
     assert all(c.usage is None for c in again.cells)  # answers without a call
+
+
+def test_answers_cached_before_the_asking_changed_are_asked_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # the cache keys an answer by the question as the rubric words it; the decision call's
+    # own text (here its task) is part of the judge's identity, so a changed one asks again
+    with decision_server.running() as server:
+        asyncio.run(
+            score_artifact(
+                _plan(cached_judge(_judge(server.url), tmp_path / "c")), helpers.ARTIFACT
+            )
+        )
+        monkeypatch.setattr(asking, "decision_task", lambda request, context: "Judge it.")
+        again = cached_judge(_judge(server.url), tmp_path / "c")
+        asyncio.run(score_artifact(_plan(again), helpers.ARTIFACT))
+    assert len(server.requests) == 2
+    assert server.requests[1]["state"]["task"] == "Judge it."
+    assert again.hits == 0
 
 
 def test_max_cost_stops_before_a_call_that_would_cross_it() -> None:
