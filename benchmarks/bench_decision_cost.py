@@ -16,7 +16,8 @@ each changed artifact's gate a second look), and one accept + check cycle.
 Part 0: what one call about the first example artifact sends on each wire, part by part: the
 state (or OpenAI's input text) and the questions' instructions and options, in characters and
 in estimated tokens (what the estimate counts: the parts the model reads, a token per 4
-characters of their compact JSON, rounded up per part; ids and the model name are not read).
+characters of their compact JSON, rounded up per part; ids and the model name are not read),
+and GPT-4o's tokenizer's count of the same parts for comparison (the wires publish none).
 
 Part 2: the same 1,000 artifacts scored through Canon's runner (one call per artifact)
 against jevcompat's mock (a child process) behind a 0.4 s delay, at the default concurrency
@@ -48,6 +49,7 @@ from canon.core.scoring import Answer
 from canon.judge.decisions.asking import asked_question, compact, decision_state
 from canon.judge.decisions.judge import DecisionJudge
 from canon.judge.litellm_judge import LiteLLMJudge
+from canon.judge.litellm_module import load_litellm
 from canon.project.store import constitution_from_file, load_rubric
 from canon.project.suite import read_suite
 
@@ -79,6 +81,7 @@ def plan_for(judge: object) -> ScoringPlan:
 
 def call_parts() -> None:
     """One call about the first example artifact, part by part, on each wire."""
+    litellm = load_litellm()
     print("one call about the first example artifact (characters / estimated tokens):")
     for wire, model in (("typesafe", "jev-1.13.0"), ("openai-decisions", "gpt-6-luna")):
         judge = DecisionJudge(wire, model, api_key="k")
@@ -101,9 +104,13 @@ def call_parts() -> None:
         }
         if isinstance(first, dict):
             sizes.update({f"  state.{key}": len(_text(value)) for key, value in first.items()})
+        # the wires publish no tokenizer: GPT-4o's (o200k) on the same parts, for comparison
+        o200k = sum(
+            litellm.token_counter(model="gpt-4o", text=_text(p)) for p in (first, *questions)
+        )
         print(
             f"  {judge.name}: {len(asked)} questions, body {len(compact(body))} characters, "
-            f"estimate {judge.client.wire.tokens(body)} tokens"
+            f"estimate {judge.client.wire.tokens(body)} tokens (GPT-4o's tokenizer: {o200k})"
         )
         for part, size in sizes.items():
             print(f"    {part:<22}{size:>7}{-(-size // 4):>7}")
