@@ -2,7 +2,7 @@
 
 ``POST {OPENAI_BASE_URL}/decisions`` (the root includes ``/v1``, as for every OpenAI
 endpoint) with ``{model, input, questions: [choice]}``: the input is text, so the state goes
-as its JSON (the questions' backticked names still point into it). Each question carries its
+as its compact JSON (the questions' backticked names still point into it). Each question carries its
 wire id as ``name``, which the response echoes; answers are a list, probabilities a list of
 ``{value, probability}``, and any question may come back as ``{"type": "refusal"}``.
 """

@@ -28,6 +28,7 @@ from canon.core.scoring import cell_reason
 from canon.errors import BudgetExceededError, ConfigError
 from canon.judge.cache import cached_judge
 from canon.judge.decisions import asking
+from canon.judge.decisions.asking import AskedQuestion
 from canon.judge.decisions.client import Pace
 from canon.judge.decisions.judge import DecisionJudge
 from canon.judge.decisions.wires import WIRES
@@ -98,6 +99,31 @@ def test_the_cache_keeps_answers_per_question_and_a_second_run_makes_no_call(
     for before, after in zip(first.cells, again.cells, strict=True):
         assert dict(after.distribution) == pytest.approx(dict(before.distribution))
     assert all(c.usage is None for c in again.cells)  # answers without a call
+
+
+def test_the_estimate_counts_only_what_the_model_reads(
+    state: dict[str, Any], asked: tuple[AskedQuestion, ...]
+) -> None:
+    # System One never shows the model a question's id or the model name: neither counts
+    systemone = WIRES["typesafe"]
+    body = systemone.build("jev-1.13.0", state, asked)
+    renamed = {
+        **body,
+        "model": "a-much-longer-model-name",
+        "questions": {f"{key}-renamed-{'x' * 40}": q for key, q in body["questions"].items()},
+    }
+    assert systemone.tokens(renamed) == systemone.tokens(body)
+    # the state (the artifact) and the questions' text do
+    longer = systemone.build("jev-1.13.0", {**state, "artifact": state["artifact"] * 2}, asked)
+    assert systemone.tokens(longer) >= systemone.tokens(body) + len(state["artifact"]) // 4
+    # OpenAI's input is text the model reads as it is, not as the JSON string it travels in
+    openai = WIRES["openai-decisions"]
+    quoted = {**state, "artifact": '"' * 400}
+    plain = {**state, "artifact": "x" * 400}
+    extra = openai.tokens(openai.build("gpt-6-luna", quoted, asked)) - openai.tokens(
+        openai.build("gpt-6-luna", plain, asked)
+    )
+    assert 90 <= extra <= 110  # each quote escaped once in the state's JSON: +400 characters
 
 
 def test_answers_cached_before_the_asking_changed_are_asked_again(
