@@ -13,9 +13,16 @@ re-ask a failure needs): ``canon score``, ``canon accept`` (the LLM path gives e
 second look) and ``canon check`` of a fresh agent run (every text reworded: the LLM path gives
 each changed artifact's gate a second look), and one accept + check cycle.
 
+Part 0: what one call about the first example artifact sends on each wire, part by part: the
+state (or OpenAI's input text) and the questions' instructions and options, in characters and
+in estimated tokens (what the estimate counts: the parts the model reads, a token per 4
+characters of their compact JSON, rounded up per part; ids and the model name are not read),
+and GPT-4o's tokenizer's count of the same parts for comparison (the wires publish none).
+
 Part 2: the same 1,000 artifacts scored through Canon's runner (one call per artifact)
 against jevcompat's mock (a child process) behind a 0.4 s delay, at the default concurrency
-(8); the wall time over the ideal (requests x 0.4 s / 8).
+(8); the wall time over the ideal (requests x 0.4 s / 8), and the input tokens the mock
+billed (its usage.input_tokens) next to the estimate's.
 
 Run: .venv/bin/python benchmarks/bench_decision_cost.py [--artifacts N] [--latency S]
 """
@@ -39,8 +46,10 @@ from canon.check.spend import estimate_run
 from canon.core.artifact import Artifact
 from canon.core.constitution import Principle
 from canon.core.scoring import Answer
+from canon.judge.decisions.asking import asked_question, compact, decision_state
 from canon.judge.decisions.judge import DecisionJudge
 from canon.judge.litellm_judge import LiteLLMJudge
+from canon.judge.litellm_module import load_litellm
 from canon.project.store import constitution_from_file, load_rubric
 from canon.project.suite import read_suite
 
@@ -68,6 +77,48 @@ def plan_for(judge: object) -> ScoringPlan:
     extra = Principle("Answer in the customer's language.", id="same-language")
     constitution = dataclasses.replace(constitution, principles=(*constitution.principles, extra))
     return ScoringPlan(constitution, load_rubric(), judge, threshold=0.85)  # type: ignore[arg-type]
+
+
+def call_parts() -> None:
+    """One call about the first example artifact, part by part, on each wire."""
+    litellm = load_litellm()
+    print("one call about the first example artifact (characters / estimated tokens):")
+    for wire, model in (("typesafe", "jev-1.13.0"), ("openai-decisions", "gpt-6-luna")):
+        judge = DecisionJudge(wire, model, api_key="k")
+        plan = plan_for(judge)
+        state = decision_state(plan.constitution, artifacts(1)[0])
+        asked = [
+            asked_question(q, k, state) for q in plan.questions for k in range(len(q.wordings) + 1)
+        ]
+        body = judge.client.wire.build(model, state, asked)
+        first, *questions = judge.client.wire.billed(body)
+        options = "criteria" if wire == "typesafe" else "choices"
+        sizes = {
+            "state" if wire == "typesafe" else "input": len(_text(first)),
+            "instructions": sum(len(_text(q["instructions"])) for q in questions),
+            "options": sum(len(_text(q[options])) for q in questions),
+            "question framing": sum(
+                len(_text(q)) - len(_text(q["instructions"])) - len(_text(q[options]))
+                for q in questions
+            ),
+        }
+        if isinstance(first, dict):
+            sizes.update({f"  state.{key}": len(_text(value)) for key, value in first.items()})
+        # the wires publish no tokenizer: GPT-4o's (o200k) on the same parts, for comparison
+        o200k = sum(
+            litellm.token_counter(model="gpt-4o", text=_text(p)) for p in (first, *questions)
+        )
+        print(
+            f"  {judge.name}: {len(asked)} questions, body {len(compact(body))} characters, "
+            f"estimate {judge.client.wire.tokens(body)} tokens (GPT-4o's tokenizer: {o200k})"
+        )
+        for part, size in sizes.items():
+            print(f"    {part:<22}{size:>7}{-(-size // 4):>7}")
+    print()
+
+
+def _text(value: object) -> str:
+    return value if isinstance(value, str) else compact(value)
 
 
 def cost_table(count: int) -> None:
@@ -132,6 +183,7 @@ def wall_time(count: int, latency: float) -> None:
         judge = DecisionJudge("typesafe", "jev-1.13.0", api_base=url, timeout=30.0)
         plan = plan_for(judge)
         items = artifacts(count)
+        estimate = estimate_run(plan, items)
         started = time.perf_counter()
         results = asyncio.run(score_artifacts(plan, items))
         elapsed = time.perf_counter() - started
@@ -139,12 +191,17 @@ def wall_time(count: int, latency: float) -> None:
         child.terminate()
         child.wait()
     calls = sum(c.usage.calls for r in results for c in r.cells if c.usage is not None)
+    billed = sum(c.usage.prompt_tokens for r in results for c in r.cells if c.usage is not None)
     unscored = sum(len(r.unscored) for r in results)
     ideal = calls * latency / DEFAULT_CONCURRENCY
     print(
-        f"scored {count} artifacts with {calls} call(s) ({unscored} unscored question(s)) "
+        f"\nscored {count} artifacts with {calls} call(s) ({unscored} unscored question(s)) "
         f"against {latency:g} s latency at concurrency {DEFAULT_CONCURRENCY}: {elapsed:.1f} s, "
         f"ideal {ideal:.1f} s, ratio {elapsed / ideal:.3f}x (target <= 1.2x)"
+    )
+    print(
+        f"input tokens: the mock billed {billed}, the estimate said {estimate.prompt_tokens} "
+        f"({estimate.prompt_tokens / billed:.4f}x; never below 1), for {estimate.calls} call(s)"
     )
 
 
@@ -173,7 +230,7 @@ def cycle_table(count: int) -> None:
     fresh = [dataclasses.replace(a, text=f"{a.text} (reworded)") for a in items]
     print(f"\n{count} artifacts, per command (requests / dollars):")
     print(f"{'judge':<22}{'score':>20}{'accept':>20}{'check':>20}{'accept+check':>16}")
-    rows: dict[str, float] = {}
+    rows: dict[str, list[float]] = {}
     for label, judge in (
         ("jev-1.13.0", DecisionJudge("typesafe", "jev-1.13.0", api_key="k")),
         ("gpt-6-luna", DecisionJudge("openai-decisions", "gpt-6-luna", api_key="k")),
@@ -187,15 +244,16 @@ def cycle_table(count: int) -> None:
         )
         cells = [f"{e.calls} / ${e.cost or 0:.3f}" for e in runs]
         cycle = (runs[1].cost or 0) + (runs[2].cost or 0)
-        rows[label] = cycle
+        rows[label] = [run.cost or 0 for run in runs] + [cycle]
         print(
             f"{label:<22}{cells[0]:>20}{cells[1]:>20}{cells[2]:>20}{'$' + format(cycle, '.3f'):>16}"
         )
+    print("the decision path's dollars over the LLM path's, per command (target <= 0.1):")
+    print(f"  {'':<36}" + "".join(f"{c:>14}" for c in ("score", "accept", "check", "accept+check")))
     for label in ("jev-1.13.0", "gpt-6-luna"):
         for llm in LLMS:
-            print(
-                f"  accept + check, {label} / {llm}: {rows[label] / rows[llm]:.4f} of the dollars"
-            )
+            ratios = [mine / theirs for mine, theirs in zip(rows[label], rows[llm], strict=True)]
+            print(f"  {label + ' / ' + llm:<36}" + "".join(f"{r:>14.4f}" for r in ratios))
 
 
 def main() -> None:
@@ -204,6 +262,7 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.4)
     parser.add_argument("--no-wall", action="store_true", help="the cost table only")
     options = parser.parse_args()
+    call_parts()
     cost_table(options.artifacts)
     cycle_table(options.artifacts)
     if not options.no_wall:

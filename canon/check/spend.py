@@ -269,7 +269,6 @@ def _with_decisions(rest: Estimate, decided: Sequence[PlannedRequest], names: st
     """``rest`` (the other judges' requests) plus the calls of a decision judge: one call
     per response carries every request about it, priced by its input tokens alone."""
     from canon.judge.decisions.asking import asked_question, decision_state
-    from canon.judge.decisions.client import estimated_tokens
     from canon.judge.decisions.prices import input_price
 
     calls: dict[tuple[int, str, str], list[JudgeRequest]] = {}
@@ -285,9 +284,10 @@ def _with_decisions(rest: Estimate, decided: Sequence[PlannedRequest], names: st
     for (judge_id, _key, _text), requests in calls.items():
         judge = judges[judge_id]
         first = requests[0]
-        state = decision_state(first.constitution, first.artifact, first.instructions)
+        state = decision_state(first.constitution, first.artifact)
         asked = [asked_question(r.question, r.variant, state) for r in requests]
-        count = estimated_tokens(judge.client.wire.build(judge.model, state, asked))
+        wire = judge.client.wire
+        count = wire.tokens(wire.build(judge.model, state, asked))
         tokens += count
         price = input_price(judge.model, count)
         cost = None if cost is None or price is None else cost + price

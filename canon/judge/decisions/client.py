@@ -37,7 +37,7 @@ from canon.errors import (
     UsageError,
 )
 from canon.judge.concurrency import current_limiter
-from canon.judge.decisions.asking import AskedQuestion
+from canon.judge.decisions.asking import AskedQuestion, compact
 from canon.judge.decisions.prices import input_price
 from canon.judge.decisions.validate import DecisionResult, Unreadable, parse_body
 from canon.judge.decisions.wires import WIRES, Wire
@@ -64,7 +64,7 @@ class Endpoint(DirectOpenAI):
 
     async def post(self, body: Mapping[str, Any]) -> tuple[int, Mapping[str, str], bytes]:
         """One POST: the status, headers and body; raises on no reply or a broken one."""
-        content = json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
+        content = compact(body).encode("utf-8")
         self._renew()
         if self.plain:
             return await self._post_plain(content)
@@ -130,7 +130,7 @@ class DecisionClient:
         if self._refusal is not None:
             raise JudgeCredentialError(str(self._refusal))
         body = self.wire.build(self.model, state, asked)
-        guess = input_price(self.model, estimated_tokens(body)) if guard is not None else None
+        guess = input_price(self.model, self.wire.tokens(body)) if guard is not None else None
         limiter = current_limiter()
         failure = Failure("transient", "no attempt was made")
         unread = 0  # replies that came but could not be read: billed, at an unknown cost
@@ -262,12 +262,6 @@ class Pace:
         self._next = slot + self.interval
         if slot > now:
             await asyncio.sleep(slot - now)
-
-
-def estimated_tokens(body: Mapping[str, Any]) -> int:
-    """A request's input tokens before the server counts them: its JSON length / 4 (the
-    wires publish no tokenizer; their own counts are close to this for English text)."""
-    return len(json.dumps(body, ensure_ascii=False)) // 4 + 1
 
 
 def endpoint_url(root: str, path: str) -> str:

@@ -15,16 +15,21 @@ no reason; its answer is the probabilities.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
+from canon.core.artifact import Artifact
+from canon.core.constitution import Constitution, Principle
+from canon.core.rubric import Choice, Question
 from canon.core.scoring import Answer
 from canon.core.usage import Usage
 from canon.errors import JudgeError
 from canon.judge.base import JudgeRequest, ResponseAnswers
-from canon.judge.decisions.asking import asked_question, decision_state
+from canon.judge.decisions.asking import asked_question, compact, decision_state
 from canon.judge.decisions.client import DecisionClient
 from canon.judge.decisions.validate import AnswerProblem
+from canon.judge.decisions.wires import Wire
 from canon.judge.usage import CallGuard
 
 
@@ -80,8 +85,15 @@ class DecisionJudge:
         return f"DecisionJudge({self.name!r})"
 
     def cache_identity(self) -> dict[str, Any]:
-        """What determines the answers besides the request: the wire, model and endpoint."""
-        return {"decision_wire": self.client.wire.name, "model": self.model, "url": self.client.url}
+        """What determines the answers besides the request: the wire, model and endpoint,
+        and how a call asks (the cache keys an answer by the question as the rubric words
+        it, not by the call's own text)."""
+        return {
+            "decision_wire": self.client.wire.name,
+            "model": self.model,
+            "url": self.client.url,
+            "asking": asking_digest(self.client.wire),
+        }
 
     async def answer(self, request: JudgeRequest) -> Answer:
         """One question in one wording (``request.variant``), in a call of its own."""
@@ -98,7 +110,7 @@ class DecisionJudge:
         if not requests:
             return ResponseAnswers({})
         first = requests[0]
-        state = decision_state(first.constitution, first.artifact, first.instructions)
+        state = decision_state(first.constitution, first.artifact)
         asked = [asked_question(r.question, r.variant, state) for r in requests]
         try:
             result = await self.client.decide(state, asked, self.spend_guard)
@@ -114,3 +126,25 @@ class DecisionJudge:
                 outcome.as_error(self.name) if isinstance(outcome, AnswerProblem) else outcome
             )
         return ResponseAnswers(outcomes, result.usage, result.model)
+
+
+def asking_digest(wire: Wire) -> str:
+    """A digest of how ``wire`` asks: a probe principle about a probe artifact with a request
+    and context, built as a call sends it. A change to the state's task, the pointer that
+    begins every question or the body's shape changes it, so answers cached before the
+    change are asked again rather than mixed with answers to the new asking."""
+    principle = Principle("Be kind.")
+    state = decision_state(
+        Constitution("Help.", (principle,)), Artifact("Hi.", input="Hello?", context=("c",))
+    )
+    question = Question(
+        "P1",
+        "principle",
+        'Does the artifact honour "Be kind."?',
+        (Choice("yes", 1.0, "fully"), Choice("n/a", None, "it does not apply")),
+        subject=principle.text,
+        wordings=('Is "Be kind." honoured?',),
+    )
+    asked = [asked_question(question, variant, state) for variant in (0, 1)]
+    probe = compact(wire.build("probe", state, asked))
+    return hashlib.sha256(probe.encode("utf-8")).hexdigest()[:16]

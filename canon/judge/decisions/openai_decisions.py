@@ -2,18 +2,17 @@
 
 ``POST {OPENAI_BASE_URL}/decisions`` (the root includes ``/v1``, as for every OpenAI
 endpoint) with ``{model, input, questions: [choice]}``: the input is text, so the state goes
-as its JSON (the questions' backticked names still point into it). Each question carries its
+as its compact JSON (the questions' backticked names still point into it). Each question carries its
 wire id as ``name``, which the response echoes; answers are a list, probabilities a list of
 ``{value, probability}``, and any question may come back as ``{"type": "refusal"}``.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from canon.judge.decisions.asking import AskedQuestion
+from canon.judge.decisions.asking import AskedQuestion, compact
 from canon.judge.decisions.validate import (
     AnswerProblem,
     Outcome,
@@ -32,7 +31,7 @@ def build(model: str, state: Mapping[str, Any], asked: Sequence[AskedQuestion]) 
     """The request body: the state as JSON text, every asked question a named choice."""
     return {
         "model": model,
-        "input": "STATE (JSON)\n" + json.dumps(state, ensure_ascii=False, indent=1),
+        "input": "STATE (JSON)\n" + compact(state),
         "questions": [
             {
                 "type": "choice",
@@ -48,6 +47,12 @@ def build(model: str, state: Mapping[str, Any], asked: Sequence[AskedQuestion]) 
             for item in asked
         ],
     }
+
+
+def billed(body: Mapping[str, Any]) -> list[Any]:
+    """What of ``body`` the model reads, as far as is known: the input text and each
+    question, its ``name`` included (nothing documents that the model never sees it)."""
+    return [body["input"], *body["questions"]]
 
 
 def read(data: Mapping[str, Any], asked: Sequence[AskedQuestion]) -> WireReply:

@@ -43,6 +43,12 @@ def build(model: str, state: Mapping[str, Any], asked: Sequence[AskedQuestion]) 
     }
 
 
+def billed(body: Mapping[str, Any]) -> list[Any]:
+    """What of ``body`` the model reads, so the server bills: the state and each question
+    (the ids are never shown to the model, the wire's documentation says)."""
+    return [body["state"], *body["questions"].values()]
+
+
 def read(data: Mapping[str, Any], asked: Sequence[AskedQuestion]) -> WireReply:
     """The response, checked: per asked id an answer or a problem."""
     model, input_tokens, output_tokens = envelope(data)

@@ -26,7 +26,7 @@ def _no_provider_settings(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.fixture
 def state() -> dict[str, Any]:
-    return decision_state(helpers.CONSTITUTION, helpers.ARTIFACT, load_rubric().instructions)
+    return decision_state(helpers.CONSTITUTION, helpers.ARTIFACT)
 
 
 @pytest.fixture

@@ -76,7 +76,7 @@ def test_every_answer_is_a_valid_distribution_and_the_same_request_gets_the_same
     rubric = load_rubric()
     bodies = []
     for text in (helpers.ARTIFACT.text, "I refunded the second charge."):
-        state = decision_state(helpers.CONSTITUTION, Artifact(text), rubric.instructions)
+        state = decision_state(helpers.CONSTITUTION, Artifact(text))
         # the gate in all its wordings (yes/no) and one facet (yes/partly/no/n/a)
         questions = [
             q for q in rubric.questions_for(helpers.CONSTITUTION) if q.id in ("G", "mission")
