@@ -72,7 +72,7 @@ from canon.core.settle import (
 )
 from canon.core.usage import Usage, total
 from canon.errors import JudgeError, JudgeRefusedError, JudgeScriptError
-from canon.judge.base import is_deterministic
+from canon.judge.base import ResponseJudge, is_deterministic, response_judge
 from canon.judge.concurrency import AdaptiveLimiter
 
 CellKey = tuple[str, str]  # (artifact key, question id)
@@ -363,6 +363,9 @@ class _ArtifactConfirmation:
         # Per cell, the confirm judge's reason from an answer bearing the claim out: the
         # reason reported for the cell (a decision model gives none).
         self.reasons: dict[str, str] = {}
+        # A deterministic confirm judge answering whole responses (a decision model): its
+        # answers, asked up front, per (cell, ask variant) (``_prefetch``).
+        self.prefetched: dict[tuple[str, int], Answer | JudgeError] = {}
 
     async def run(
         self,
@@ -387,7 +390,9 @@ class _ArtifactConfirmation:
         material = checking and bool(second)
         violations = violation_suspects(self.result, material)
         decisive = [*gate_suspects(self.result, material), *violations]
-        first = [*decisive, *flip_suspects(self.result, record)]
+        flips = flip_suspects(self.result, record)
+        first = [*decisive, *flips]
+        await self._prefetch([*first, *threshold_suspects(self.result)])
         await asyncio.gather(
             *(
                 self._tested(q, worst_labels(self.result.cell(q)) if q in violations else None)
@@ -397,7 +402,7 @@ class _ArtifactConfirmation:
         if not any(self.evidence[q].status == "confirmed" for q in decisive):
             await self._test_threshold()
         self._pool_undecided()
-        pooled = self._pooled()
+        pooled = self._unanswered(self._pooled(), frozenset(flips))
         settled = settle(self.result, pooled, self.evidence)
         if self.spent:
             settled = dataclasses.replace(settled, reask_usage=total(self.spent))
@@ -431,6 +436,28 @@ class _ArtifactConfirmation:
         for qid, found in undecided.items():
             if spread > found.spread:
                 self.evidence[qid] = dataclasses.replace(found, spread=spread)
+
+    def _unanswered(self, pooled: Sequence[Cell], flips: frozenset[str]) -> tuple[Cell, ...]:
+        # A failure whose re-ask failed (an outage, a refused key) can be neither confirmed nor
+        # cleared: the judge left its question unanswered, so it is unscored, never a pass,
+        # and the run says the judge was unavailable (exit 3), as accept does. A flip's own
+        # undecided status says this in a check (canon.core.compare).
+        return tuple(
+            unscored_cell(
+                cell.question,
+                f"re-asking the judge failed: {self.failed[cell.id]}",
+                cell.usage,
+                error_type="JudgeError",
+            )
+            if cell.id in self.failed
+            and cell.id not in flips
+            and cell.id not in self.refused
+            and cell.state != "unscored"
+            and self.evidence.get(cell.id) is not None
+            and self.evidence[cell.id].status == "unavailable"
+            else cell
+            for cell in pooled
+        )
 
     def _asks(self, qid: str) -> int:
         # A deterministic judge's first pass may hold several looks (wordings, responses):
@@ -655,6 +682,57 @@ class _ArtifactConfirmation:
             evidence = dataclasses.replace(evidence, undecided=True)
         self.evidence[qid] = evidence
 
+    async def _prefetch(self, qids: Sequence[str]) -> None:
+        # A deterministic judge's claims are tested by a deterministic confirm judge answering
+        # whole responses asking each response once (``_test_units``) about each cell a
+        # verdict may hang on: ask it every such cell about a response in one call, up front,
+        # so its state goes once a response, not once a cell (its questions cost a fraction of
+        # the state; one it was asked and no test needed is a few tokens spent).
+        second = self.plan.confirm_judge
+        judge = None if second is None else response_judge(second)
+        cells = [q for q in dict.fromkeys(qids) if q in self.answers]
+        if not self.deterministic or judge is None or not is_deterministic(judge) or not cells:
+            return
+        count = len(self.artifact.texts)
+        first: dict[int, int] = {}  # per response, the variant that first shows it
+        for variant in range(1, 1 + count * count):
+            first.setdefault(replicate_for(variant, count), variant)
+        await asyncio.gather(
+            *(
+                self._prefetch_response(judge, shown, variant, cells)
+                for shown, variant in first.items()
+            )
+        )
+
+    async def _prefetch_response(
+        self, judge: ResponseJudge, shown: int, variant: int, cells: Sequence[str]
+    ) -> None:
+        response = self.artifact.replicate(shown)
+        requests = [
+            self.plan.request(response, self.result.cell(q).question, variant) for q in cells
+        ]
+        try:
+            async with self.limiter:  # a tripped breaker raises here: every re-ask failed
+                answers = await judge.answer_all(requests)
+        except JudgeScriptError:
+            raise
+        except JudgeError as exc:
+            if exc.usage is not None:
+                self.spent.append(exc.usage)  # the call's cost, once
+                exc.usage = None
+            # each re-ask fails as the call did (a refused key, an outage): as it would alone
+            self.prefetched.update({(q, variant): exc for q in cells})
+            return
+        if answers.usage is not None:
+            self.spent.append(answers.usage)  # the call's cost, once
+        for index, qid in enumerate(cells):
+            outcome = answers.outcomes.get(index)
+            if isinstance(outcome, Answer):
+                outcome = dataclasses.replace(outcome, usage=None)
+            elif outcome is None:
+                outcome = JudgeError(f"{judge.name} gave no answer to {qid}")
+            self.prefetched[(qid, variant)] = outcome
+
     async def _ask(self, cell: Cell, *, variant: int) -> Answer | str:
         # With replicates each re-ask shows another response: a misreading that sticks to one
         # text is then outvoted by the others instead of repeating itself.
@@ -662,8 +740,14 @@ class _ArtifactConfirmation:
         request = self.plan.request(shown, cell.question, variant)
         judge = self.plan.judge_for(variant)
         try:
-            async with self.limiter:  # a tripped breaker raises here: the re-ask failed
-                answer = await judge.answer(request)
+            asked = self.prefetched.pop((cell.id, variant), None)
+            if isinstance(asked, JudgeError):
+                raise asked
+            if asked is not None:
+                answer = asked
+            else:
+                async with self.limiter:  # a tripped breaker raises here: the re-ask failed
+                    answer = await judge.answer(request)
             if answer.usage is not None:
                 self.spent.append(answer.usage)
             score_cell(cell.question, answer)  # refuse a reply the cell could not hold

@@ -45,6 +45,7 @@ class Rule:
     hits: int = 0
     refusal: str | None = None  # sent in message.refusal, with null content
     finish_reason: str = "stop"
+    hot: str | None = None  # a fault given to every request above temperature 0 (a re-ask)
 
 
 class FakeLLM:
@@ -107,10 +108,11 @@ class FakeLLM:
         top: dict[str, float] | None = None,
         refusal: str | None = None,
         finish_reason: str = "stop",
+        hot: str | None = None,
     ) -> Rule:
         """Add a rule; later rules are tried after earlier ones."""
         rule = Rule(match, replies or ("ANSWER: yes",), list(faults), always, top)
-        rule.refusal, rule.finish_reason = refusal, finish_reason
+        rule.refusal, rule.finish_reason, rule.hot = refusal, finish_reason, hot
         self.rules.append(rule)
         return rule
 
@@ -136,6 +138,8 @@ class FakeLLM:
                 if rule.match in user:
                     if rule.always is not None:
                         return rule.always, [], None, rule
+                    if rule.hot is not None and float(body.get("temperature") or 0) > 0:
+                        return rule.hot, [], None, rule
                     if rule.faults:
                         return rule.faults.pop(0), [], None, rule
                     count = int(body.get("n") or 1) if self.honour_n else 1

@@ -408,3 +408,66 @@ def test_a_violation_a_decision_model_alone_cannot_confirm_is_inconclusive_never
     assert 'id="banner">INCONCLUSIVE<' in (where / "r.html").read_text(encoding="utf-8")
     assert github.returncode == ExitCode.INCONCLUSIVE
     assert "::error title=Canon inconclusive::" in github.stdout
+
+
+@pytest.mark.parametrize("command", ["align", "score"])
+def test_a_decision_confirm_judge_answers_every_re_ask_about_a_response_in_one_call(
+    tmp_path: Path, command: str
+) -> None:
+    # Jev screens (jevcompat), gpt-6-luna confirms (the tests' OpenAI Decisions server): the
+    # cells tested side by side about one response go to the confirm judge as one call, so
+    # its state is sent once per response, not once per cell.
+    with jevcompat() as jev, ours("openai-decisions") as luna:
+        where = project(tmp_path, jev.judge_model, "confirm_judge: openai-decisions:gpt-6-luna\n")
+        (where / "suite.yaml").write_text(REPLICATED)
+        (where / "suite.labels.jsonl").write_text(LABELS)
+        env = {**jev.env, **luna.env}
+        done = run_canon(where, command, "--format", "json", "--quiet", env=env, timeout=60)
+        assert done.returncode in (ExitCode.OK, ExitCode.FAILED, ExitCode.INCONCLUSIVE), done.stderr
+        asked = [len(body["questions"]) for body in luna.bodies]
+        assert asked, "the confirm judge was never asked: nothing here tests the batching"
+        # one call per response shown: three artifacts of two responses each
+        assert len(asked) <= 6 < sum(asked), asked
+        assert jev.full_calls() == 6  # the screen: one call per response
+
+
+def test_a_confirm_judge_that_cannot_answer_leaves_the_run_incomplete_never_canon(
+    tmp_path: Path,
+) -> None:
+    # Every call to the confirm judge fails (503 until the retries run out): the failures
+    # Jev read can be neither confirmed nor cleared. They were reported "not counted as a
+    # failure" and the artifacts canon (exit 0); the judge's failure is never a pass.
+    down = decision_server.DecisionServer(always="503")
+    with jevcompat() as jev, ours("openai-decisions", down) as luna:
+        where = project(tmp_path, jev.judge_model, "confirm_judge: openai-decisions:gpt-6-luna\n")
+        (where / "suite.yaml").write_text(REPLICATED)
+        env = {**jev.env, **luna.env}
+        done = run_canon(where, "score", "--quiet", env=env, timeout=60)
+        assert luna.bodies, "the confirm judge was never asked: nothing here tests its failure"
+        assert done.returncode == ExitCode.JUDGE_UNAVAILABLE, done.stdout + done.stderr
+        assert "the judge was unavailable" in done.stderr
+        assert "re-asking the judge failed" in done.stdout
+        assert " canon " not in done.stdout.splitlines()[0]
+        assert "INCOMPLETE" in done.stdout
+
+
+def test_a_check_whose_confirm_judge_cannot_answer_is_incomplete_never_conforms(
+    tmp_path: Path,
+) -> None:
+    # Accepted with both judges up; the agent's replies are reworded and the confirm judge is
+    # down for the check: what Jev now reads on the changed replies can be neither confirmed
+    # nor cleared, so the check cannot say CONFORMS (exit 3, the judge was unavailable).
+    up = decision_server.DecisionServer()
+    with jevcompat() as jev, ours("openai-decisions", up) as luna:
+        where = project(tmp_path, jev.judge_model, "confirm_judge: openai-decisions:gpt-6-luna\n")
+        (where / "suite.yaml").write_text(REPLICATED)
+        env = {**jev.env, **luna.env}
+        accepted = run_canon(where, "accept", "--quiet", env=env, timeout=60)
+        assert accepted.returncode == ExitCode.OK, accepted.stdout + accepted.stderr
+        (where / "suite.yaml").write_text(REPLICATED.replace("refunded", "have refunded"))
+        asked = len(luna.bodies)
+        up.always = "503"
+        checked = run_canon(where, "check", "--quiet", env=env, timeout=60)
+        assert len(luna.bodies) > asked, "the confirm judge was never asked in the check"
+        assert checked.returncode == ExitCode.JUDGE_UNAVAILABLE, checked.stdout + checked.stderr
+        assert "CONFORMS" not in checked.stdout
