@@ -84,3 +84,17 @@ def test_a_real_failure_under_a_working_judge_is_still_an_assertion(project, fak
     result = project.runpytest_subprocess("-q")
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(["*AssertionError: non-canon artifact*NSCP gate*"])
+
+
+def test_a_violation_whose_re_asks_fail_is_a_judge_error_never_a_pass(project, fake_llm):
+    # P2 reads violated on its first ask and every re-ask (sampled hot) gets a 503: the test
+    # neither passes (the violation "not beyond noise") nor fails as the agent's regression.
+    from support.model_judge import P2_MATCH, script_p2_violation
+
+    fake_llm.script(P2_MATCH, "It decided the refund itself.\nANSWER: no", hot="503")
+    script_p2_violation(fake_llm, "It decided the refund itself.")
+    result = project.runpytest_subprocess("-q")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(["*JudgeUnavailableError: could not judge artifact*unscored*"])
+    _no_assertion_error(result)
+    assert any(r.get("temperature") for r in fake_llm.requests), "P2 was never re-asked"
