@@ -392,13 +392,9 @@ class _ArtifactConfirmation:
         decisive = [*gate_suspects(self.result, material), *violations]
         flips = flip_suspects(self.result, record)
         first = [*decisive, *flips]
-        await self._prefetch([*first, *threshold_suspects(self.result)])
-        await asyncio.gather(
-            *(
-                self._tested(q, worst_labels(self.result.cell(q)) if q in violations else None)
-                for q in dict.fromkeys(first)
-            )
-        )
+        claims = {q: worst_labels(self.result.cell(q)) if q in violations else None for q in first}
+        await self._prefetch(claims)
+        await asyncio.gather(*(self._tested(q, labels) for q, labels in claims.items()))
         if not any(self.evidence[q].status == "confirmed" for q in decisive):
             await self._test_threshold()
         self._pool_undecided()
@@ -526,13 +522,7 @@ class _ArtifactConfirmation:
         # one unit per response) until the evidence decides.
         cell = self.result.cell(qid)
         question = cell.question
-        looks = cell.looks or (Look(0, 0, cell.distribution),)
-        if labels is None:
-            labels = claim_for(question, self.answers[qid][0].items())
-        units = [
-            Unit(tuple(mass_on(labels, dict(look.distribution)) for look in group), self.unit_rate)
-            for group in by_response(looks).values()
-        ]
+        labels, units = self._units(qid, labels)
         count = len(self.artifact.texts)
         second = self.plan.confirm_judge
         fixed = second is not None and is_deterministic(second)
@@ -682,16 +672,36 @@ class _ArtifactConfirmation:
             evidence = dataclasses.replace(evidence, undecided=True)
         self.evidence[qid] = evidence
 
-    async def _prefetch(self, qids: Sequence[str]) -> None:
+    def _units(self, qid: str, labels: frozenset[str] | None) -> tuple[frozenset[str], list[Unit]]:
+        # A deterministic judge's claim on a cell (``labels``, else the one its first answer
+        # makes) and its units of evidence: every look at one response is one unit.
+        cell = self.result.cell(qid)
+        looks = cell.looks or (Look(0, 0, cell.distribution),)
+        if labels is None:
+            labels = claim_for(cell.question, self.answers[qid][0].items())
+        units = [
+            Unit(tuple(mass_on(labels, dict(look.distribution)) for look in group), self.unit_rate)
+            for group in by_response(looks).values()
+        ]
+        return labels, units
+
+    async def _prefetch(self, claims: Mapping[str, frozenset[str] | None]) -> None:
         # A deterministic judge's claims are tested by a deterministic confirm judge answering
-        # whole responses asking each response once (``_test_units``) about each cell a
-        # verdict may hang on: ask it every such cell about a response in one call, up front,
-        # so its state goes once a response, not once a cell (its questions cost a fraction of
-        # the state; one it was asked and no test needed is a few tokens spent).
+        # whole responses asking each response once (``_test_units``): ask it, up front, every
+        # cell it will be asked about (a suspect its units leave open) and every cell the
+        # threshold test may ask about (when the score is below it), one call a response, so
+        # its state goes once a response, not once a cell (a question it was asked and no
+        # test needed costs a few tokens; the state is most of a call).
         second = self.plan.confirm_judge
         judge = None if second is None else response_judge(second)
-        cells = [q for q in dict.fromkeys(qids) if q in self.answers]
-        if not self.deterministic or judge is None or not is_deterministic(judge) or not cells:
+        if not self.deterministic or judge is None or not is_deterministic(judge):
+            return
+        cells = [q for q, labels in claims.items() if q in self.answers and self._open(q, labels)]
+        score = _score(self._pooled())
+        if score is not None and score < self.result.threshold:
+            cells += [q for q in threshold_suspects(self.result) if q in self.answers]
+        cells = list(dict.fromkeys(cells))
+        if not cells:
             return
         count = len(self.artifact.texts)
         first: dict[int, int] = {}  # per response, the variant that first shows it
@@ -703,6 +713,13 @@ class _ArtifactConfirmation:
                 for shown, variant in first.items()
             )
         )
+
+    def _open(self, qid: str, labels: frozenset[str] | None) -> bool:
+        # Whether the claim stays open on the judge's own units: the confirm judge is asked.
+        labels, units = self._units(qid, labels)
+        question = self.result.cell(qid).question
+        found = evidence_from_units(question, labels, units, [], self.rule, self.cells)
+        return found.status == "open"
 
     async def _prefetch_response(
         self, judge: ResponseJudge, shown: int, variant: int, cells: Sequence[str]

@@ -471,3 +471,30 @@ def test_a_check_whose_confirm_judge_cannot_answer_is_incomplete_never_conforms(
         assert len(luna.bodies) > asked, "the confirm judge was never asked in the check"
         assert checked.returncode == ExitCode.JUDGE_UNAVAILABLE, checked.stdout + checked.stderr
         assert "CONFORMS" not in checked.stdout
+
+
+def _sound(body: dict[str, Any]) -> dict[str, Any]:
+    """Every System One answer reads the reply as sound, at 0.97: honoured, no contradiction."""
+    for qid, answer in body["answers"].items():
+        labels = answer["probabilities"]
+        good = "no" if qid.startswith("G~") else "yes"
+        answer["probabilities"] = {
+            label: 0.97 if label == good else 0.03 / (len(labels) - 1) for label in labels
+        }
+        answer["choice"], answer["confidence"] = good, 0.96
+    return body
+
+
+def test_a_decision_confirm_judge_is_not_asked_when_no_verdict_hangs_on_a_cell(
+    tmp_path: Path,
+) -> None:
+    # Every answer reads the replies as sound (scores just below 1, above the threshold): no
+    # failure to test, so the confirm judge is asked nothing, not one call per response.
+    sound = decision_server.DecisionServer(tamper=_sound)
+    with ours("typesafe", sound) as jev, ours("openai-decisions") as luna:
+        where = project(tmp_path, jev.judge_model, "confirm_judge: openai-decisions:gpt-6-luna\n")
+        (where / "suite.yaml").write_text(REPLICATED)
+        env = {**jev.env, **luna.env}
+        done = run_canon(where, "score", "--quiet", env=env, timeout=60)
+        assert done.returncode == ExitCode.OK, done.stdout + done.stderr
+        assert jev.full_calls() == 6 and luna.bodies == []
