@@ -238,14 +238,14 @@ def settle(
         if qid not in violated and plainly_violated(result.cell(qid)):
             found = evidence.get(qid)
             asks = 1 if found is None else found.asks
-            notes.append(
-                Note(
-                    NoteKind.VIOLATION_UNCONFIRMED,
-                    f"principle {qid} read as plainly violated, but not beyond judge noise "
-                    f"({asks} answer(s)); not counted as a failure",
-                    question=qid,
-                )
+            text = (
+                f"principle {qid} read as plainly violated, but re-asking the judge failed "
+                f"({asks} answer(s)): undecided, never a pass"
+                if found is not None and found.status == "unavailable"
+                else f"principle {qid} read as plainly violated, but not beyond judge noise "
+                f"({asks} answer(s)); not counted as a failure"
             )
+            notes.append(Note(NoteKind.VIOLATION_UNCONFIRMED, text, question=qid))
     reasons.extend(kept[ReasonKind.UNSCORED])
     bound = upper_bound(pooled, evidence)
     below = False
@@ -302,6 +302,11 @@ def _unconfirmed_gate(evidence: Mapping[str, Evidence], gate_ids: set[str]) -> N
     else:
         why = "the judge did not repeat it when asked again"
     asks = max((e.asks for e in found), default=1)
+    if any(e.status == "unavailable" for e in found):
+        return Note(
+            NoteKind.GATE_UNCONFIRMED,
+            f"NSCP gate tripped once, but {why} ({asks} answer(s)): undecided, never a pass",
+        )
     return Note(
         NoteKind.GATE_UNCONFIRMED,
         f"NSCP gate tripped once, but not beyond judge noise ({why}; {asks} answer(s)); "

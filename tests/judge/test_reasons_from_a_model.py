@@ -48,5 +48,7 @@ def test_a_violation_whose_re_asks_all_fail_is_incomplete_never_canon(refund_pro
     assert done.returncode == 3, done.stdout + done.stderr
     assert "the judge was unavailable" in done.stderr
     assert "re-asking the judge failed" in done.stdout and "INCOMPLETE" in done.stdout
+    assert "undecided, never a pass" in done.stdout
+    assert "not counted as a failure" not in done.stdout
     retried = [r for r in fake_llm.requests if P2 in json.dumps(r) and r.get("temperature")]
     assert retried, "P2 was never re-asked: nothing here tests a failed re-ask"
