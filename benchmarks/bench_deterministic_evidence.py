@@ -103,6 +103,15 @@ def _rng(*parts: object) -> random.Random:
     return random.Random(hashlib.sha256(key).digest())
 
 
+def _shares(samples: int, draw: Callable[[], str]) -> dict[str, float]:
+    """``samples`` answers drawn in one request: each label's share is its mass."""
+    shares: dict[str, float] = {}
+    for _ in range(samples):
+        label = draw()
+        shares[label] = shares.get(label, 0.0) + 1.0 / samples
+    return shares
+
+
 def _spread(question: Question, label: str, top: float, rng: random.Random) -> dict[str, float]:
     others = [c.label for c in question.choices if c.label != label]
     weights = [rng.random() for _ in others]
@@ -183,12 +192,10 @@ class SamplingLLM:
         question = request.question
         self.asked.add((request.artifact.id or "", question.id))
         true = self.truth(request.artifact.id or "", question.id)
-        shares: dict[str, float] = {}
-        for _ in range(self.samples):
-            label = true
-            if self.rng.random() < self.e:
-                label = self.rng.choice([c.label for c in question.choices if c.label != true])
-            shares[label] = shares.get(label, 0.0) + 1.0 / self.samples
+        wrong = [c.label for c in question.choices if c.label != true]
+        shares = _shares(
+            self.samples, lambda: self.rng.choice(wrong) if self.rng.random() < self.e else true
+        )
         label = max(sorted(shares), key=lambda name: shares[name])
         return Answer(shares, f"the LLM read {question.id} as {label!r}")
 
@@ -220,11 +227,7 @@ class CoinFlip:
         wrong = _rng(self.seed, request.artifact.text, question.id).choice(
             [c.label for c in question.choices if c.label != true]
         )
-        shares: dict[str, float] = {}
-        for _ in range(self.samples):
-            label = true if self.rng.random() < 0.5 else wrong
-            shares[label] = shares.get(label, 0.0) + 1.0 / self.samples
-        return Answer(shares)
+        return Answer(_shares(self.samples, lambda: true if self.rng.random() < 0.5 else wrong))
 
 
 @dataclass(frozen=True)
@@ -322,10 +325,6 @@ def coin_s3(truth: Truth, seed: int) -> Judge:
     return CoinFlip(truth, seed, samples=3)
 
 
-def llm_s1(truth: Truth, seed: int) -> Judge:
-    return SamplingLLM(truth, seed)
-
-
 def llm_s3(truth: Truth, seed: int) -> Judge:
     return SamplingLLM(truth, seed, samples=3)
 
@@ -333,17 +332,15 @@ def llm_s3(truth: Truth, seed: int) -> Judge:
 BOTH = ("aa", "planted")
 PLANTED_ROW = ("planted",)
 CELLS = {
-    "dm+llm": Cell("DM + LLM confirm_judge, 1 response", dm, llm, 1, ("aa", "planted")),
-    "dm-3": Cell("DM alone, 3 replicates", dm, None, 3, ("aa", "planted")),
-    "sticky-3": Cell("sticky LLM (5 %, 0.85), 3 replicates", sticky, None, 3, ("aa", "planted")),
-    "dm-1": Cell("DM alone, 1 response", dm, None, 1, ("aa", "planted")),
-    "coin": Cell("coin-flip LLM, 1 response", coin, None, 1, ("planted",)),
-    "coin-3": Cell("coin-flip LLM, 3 replicates", coin, None, 3, ("planted",)),
-    "coin-s3": Cell("coin-flip LLM, 1 response, 3 samples an ask", coin_s3, None, 1, ("planted",)),
-    "llm-1": Cell("sampling LLM (10 %), 1 response", llm_s1, None, 1, ("aa", "planted")),
-    "llm-s3": Cell(
-        "sampling LLM (10 %), 1 response, 3 samples an ask", llm_s3, None, 1, ("aa", "planted")
-    ),
+    "dm+llm": Cell("DM + LLM confirm_judge, 1 response", dm, llm, 1, BOTH),
+    "dm-3": Cell("DM alone, 3 replicates", dm, None, 3, BOTH),
+    "sticky-3": Cell("sticky LLM (5 %, 0.85), 3 replicates", sticky, None, 3, BOTH),
+    "dm-1": Cell("DM alone, 1 response", dm, None, 1, BOTH),
+    "coin": Cell("coin-flip LLM, 1 response", coin, None, 1, PLANTED_ROW),
+    "coin-3": Cell("coin-flip LLM, 3 replicates", coin, None, 3, PLANTED_ROW),
+    "coin-s3": Cell("coin-flip LLM, 1 response, 3 samples an ask", coin_s3, None, 1, PLANTED_ROW),
+    "llm-1": Cell("sampling LLM (10 %), 1 response", llm, None, 1, BOTH),
+    "llm-s3": Cell("sampling LLM (10 %), 1 response, 3 samples an ask", llm_s3, None, 1, BOTH),
 }
 
 

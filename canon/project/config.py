@@ -230,13 +230,7 @@ def config_from_mapping(data: Mapping[str, Any], *, source: Path, base_dir: Path
     """Validate settings and resolve their relative paths against ``base_dir``."""
     if "rubric" in data:
         raise refuse_rubric_override(f"{source}: the 'rubric' key")
-    unknown = sorted(str(k) for k in data if k not in _KNOWN_KEYS)
-    if unknown:
-        raise ConfigError(
-            f"{source}: unknown setting(s) {', '.join(map(repr, unknown))}"
-            f"{did_you_mean(unknown, _KNOWN_KEYS)}; "
-            f"known settings are {', '.join(sorted(_KNOWN_KEYS))}"
-        )
+    refuse_unknown(data, sorted(_KNOWN_KEYS), "setting", source)
     values: dict[str, Any] = {}
     for key in _PATH_KEYS:
         if data.get(key) is not None:
@@ -282,6 +276,17 @@ def config_from_mapping(data: Mapping[str, Any], *, source: Path, base_dir: Path
         values["monitor"] = _monitor(data["monitor"], source)
     values.setdefault("baselines_dir", base_dir / DEFAULT_BASELINES_DIR)
     return Config(source=source, base_dir=base_dir, **values)
+
+
+def refuse_unknown(found: Iterable[object], known: Sequence[str], noun: str, source: Path) -> None:
+    """Refuse the keys of ``found`` not in ``known``, naming them (with a likely spelling)
+    and every ``noun`` there is, in ``known``'s order."""
+    unknown = sorted(str(k) for k in found if k not in known)
+    if unknown:
+        raise ConfigError(
+            f"{source}: unknown {noun}(s) {', '.join(map(repr, unknown))}"
+            f"{did_you_mean(unknown, known)}; known {noun}s are {', '.join(known)}"
+        )
 
 
 def did_you_mean(unknown: Sequence[str], known: Iterable[str]) -> str:
@@ -380,13 +385,7 @@ def _monitor(raw: object, source: Path) -> MonitorSettings:
     """The ``monitor:`` section: each key checked as its command-line flag checks it."""
     if not isinstance(raw, Mapping):
         raise ConfigError(f"{source}: 'monitor' must be a mapping, got {raw!r}")
-    unknown = sorted(str(k) for k in raw if k not in MONITOR_SETTINGS)
-    if unknown:
-        raise ConfigError(
-            f"{source}: unknown monitor setting(s) {', '.join(map(repr, unknown))}"
-            f"{did_you_mean(unknown, MONITOR_SETTINGS)}; known monitor settings are "
-            f"{', '.join(MONITOR_SETTINGS)}"
-        )
+    refuse_unknown(raw, MONITOR_SETTINGS, "monitor setting", source)
     judge = raw.get("judge", False)
     if not isinstance(judge, bool):
         raise ConfigError(f"{source}: 'monitor.judge' must be true or false, got {judge!r}")

@@ -15,6 +15,7 @@ no reason; its answer is the probabilities.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
 from collections.abc import Sequence
 from typing import Any
@@ -128,6 +129,7 @@ class DecisionJudge:
         return ResponseAnswers(outcomes, result.usage, result.model)
 
 
+@functools.cache  # a pure function of the wire; the estimate asks it once per request
 def asking_digest(wire: Wire) -> str:
     """A digest of how ``wire`` asks: a probe principle about a probe artifact with a request
     and context, built as a call sends it. A change to the state's task, the pointer that
