@@ -15,7 +15,6 @@ no reason; its answer is the probabilities.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import hashlib
 from collections.abc import Sequence
 from typing import Any
@@ -66,6 +65,7 @@ class DecisionJudge:
         # The models the responses said answered, in the order first seen (an alias names
         # the versioned model behind it here).
         self.answered_by: dict[str, None] = {}
+        self._asking: str | None = None  # asking_digest, once (the estimate asks per request)
 
     @property
     def name(self) -> str:
@@ -89,11 +89,13 @@ class DecisionJudge:
         """What determines the answers besides the request: the wire, model and endpoint,
         and how a call asks (the cache keys an answer by the question as the rubric words
         it, not by the call's own text)."""
+        if self._asking is None:
+            self._asking = asking_digest(self.client.wire)
         return {
             "decision_wire": self.client.wire.name,
             "model": self.model,
             "url": self.client.url,
-            "asking": asking_digest(self.client.wire),
+            "asking": self._asking,
         }
 
     async def answer(self, request: JudgeRequest) -> Answer:
@@ -129,7 +131,6 @@ class DecisionJudge:
         return ResponseAnswers(outcomes, result.usage, result.model)
 
 
-@functools.cache  # a pure function of the wire; the estimate asks it once per request
 def asking_digest(wire: Wire) -> str:
     """A digest of how ``wire`` asks: a probe principle about a probe artifact with a request
     and context, built as a call sends it. A change to the state's task, the pointer that
