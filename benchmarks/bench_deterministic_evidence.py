@@ -22,20 +22,29 @@ Judges (all seeded):
 - sticky LLM (issue 17's): misreads 5 % of (response, question) items, each ask of a misread
   item repeating the misreading with probability 0.85.
 - coin-flip LLM: on the planted artifact's reply every ask is a coin flip between the true
-  label and one wrong label; right on every other artifact.
-- sampling LLM: the confirm judge's model (10 % wrong, independently per ask) as the judge.
+  label and one wrong label; right on every other artifact. With logprobs (the default
+  where the model gives them) each answer is instead the model's own probabilities: 0.29 to
+  0.71 on the truth (issue 23's re-asks disagreed 29-71 %), the rest on that wrong label,
+  fixed by the text, question and wording.
+- sampling LLM: the confirm judge's model (10 % wrong, independently per ask) as the judge;
+  with logprobs, 0.86-0.94 on the truth and the rest spread over the other labels.
+- unsure LLM (logprobs): right in its top label, but only 0.5-1.0 on it (uniform a look),
+  and its label-only twin, a sampling LLM wrong on 25 % of its asks: judges noisier than
+  the flip rate the rule assumes (15 %), which must make a check inconclusive, not fail it.
+- sticky LLM with logprobs: a misread item puts 0.85 on its wrong label on every ask; any
+  other item 0.95-0.999 on the truth.
 - "3 samples an ask": the judge's ``samples`` at 3, one request giving three answers whose
   shares are the distribution (each drawn as above).
 
 Cells: DM + LLM confirm judge with 1 response; DM alone with 3 replicates; sticky LLM with
-3 replicates; DM alone with 1 response; the coin-flip judge with 1 response, with 3
-replicates, and with 1 response at 3 samples an ask; the sampling LLM with 1 response at 1
-and at 3 samples an ask. For a planted row, the runs that exit 0 are split by what the run
-could see: how many of them saw the judge disagree with itself about a000 (answers to its
-cells asked more than once, against each cell's majority) beyond the flip rate the rule
-assumes. The others
-are runs where every answer about a000 that was asked again agreed: nothing in them shows
-the coin.
+3 replicates (labels, and logprobs); DM alone with 1 response; the coin-flip judge with 1
+response and with 3 replicates, each with labels only and with logprobs, and with 1 response
+at 3 samples an ask; the sampling LLM with 1 response at 1 and at 3 samples an ask and with
+logprobs; the unsure LLM and its label-only twin. For a planted row, the runs that exit 0
+are split by what the run could see: how many of them saw the judge disagree with itself
+about a000 (answers to its cells asked more than once, against each cell's majority) beyond
+the flip rate the rule assumes. The others are runs where every answer about a000 that was
+asked again agreed: nothing in them shows the coin.
 "Blocked": an unchanged suite's check exits 1 or 6. "Caught": exit 1 naming a000.
 "LLM cells": the share of the suite's cells the confirm judge was asked about in a check.
 "Requests": the check's requests to its judge (one request may hold several samples).
@@ -176,6 +185,8 @@ class SamplingLLM:
     seed: int
     e: float = 0.10
     samples: int = 1  # answers per request (``samples``): the distribution is their shares
+    logprobs: bool = False
+    spread: float = 0.08  # with logprobs: the truth's probability varies this much a look
     calls: int = 0
     asked: set[tuple[str, str]] = field(default_factory=set)
     rng: random.Random = field(init=False)
@@ -193,6 +204,10 @@ class SamplingLLM:
         self.asked.add((request.artifact.id or "", question.id))
         true = self.truth(request.artifact.id or "", question.id)
         wrong = [c.label for c in question.choices if c.label != true]
+        if self.logprobs:  # the model's own probabilities: 1 - e on the truth, give or take
+            look = _rng(self.seed, request.artifact.text, question.id, request.variant)
+            top = min(0.999, max(0.5, 1 - self.e + self.spread * (look.random() - 0.5)))
+            return Answer(_spread(question, true, top, look), f"the LLM read {question.id}")
         shares = _shares(
             self.samples, lambda: self.rng.choice(wrong) if self.rng.random() < self.e else true
         )
@@ -207,6 +222,7 @@ class CoinFlip:
     truth: Truth
     seed: int
     samples: int = 1  # answers per request (``samples``): the distribution is their shares
+    logprobs: bool = False  # the answer is the model's own probabilities (about 0.5 each)
     calls: int = 0
     rng: random.Random = field(init=False)
 
@@ -227,7 +243,26 @@ class CoinFlip:
         wrong = _rng(self.seed, request.artifact.text, question.id).choice(
             [c.label for c in question.choices if c.label != true]
         )
+        if self.logprobs:  # the same prompt, the same probabilities: 0.29-0.71 on the truth
+            look = _rng(self.seed, request.artifact.text, question.id, request.variant)
+            share = 0.29 + 0.42 * look.random()
+            return Answer({true: share, wrong: 1 - share})
         return Answer(_shares(self.samples, lambda: true if self.rng.random() < 0.5 else wrong))
+
+
+@dataclass
+class StickyLogprobs(StickyJudge):
+    """The sticky LLM's own probabilities: a misread item puts ``s`` on its wrong label on
+    every ask, any other item almost all on the truth."""
+
+    async def answer(self, request: JudgeRequest) -> Answer:
+        self.calls += 1
+        true, wrong = self.fate(request)
+        question, text = request.question, request.artifact.text
+        look = _rng(self.seed, text, question.id, request.variant)
+        if wrong is None:
+            return Answer(_spread(question, true, 0.95 + 0.049 * look.random(), look))
+        return Answer(_spread(question, wrong, self.s, look))
 
 
 @dataclass(frozen=True)
@@ -325,6 +360,26 @@ def coin_s3(truth: Truth, seed: int) -> Judge:
     return CoinFlip(truth, seed, samples=3)
 
 
+def coin_lp(truth: Truth, seed: int) -> Judge:
+    return CoinFlip(truth, seed, logprobs=True)
+
+
+def llm_lp(truth: Truth, seed: int) -> Judge:
+    return SamplingLLM(truth, seed, logprobs=True)
+
+
+def sticky_lp(truth: Truth, seed: int) -> Judge:
+    return StickyLogprobs(truth, 0.05, 0.85, seed)
+
+
+def unsure(truth: Truth, seed: int) -> Judge:
+    return SamplingLLM(truth, seed, e=0.25, logprobs=True, spread=0.5)
+
+
+def unsure_labels(truth: Truth, seed: int) -> Judge:
+    return SamplingLLM(truth, seed, e=0.25)
+
+
 def llm_s3(truth: Truth, seed: int) -> Judge:
     return SamplingLLM(truth, seed, samples=3)
 
@@ -333,14 +388,26 @@ BOTH = ("aa", "planted")
 PLANTED_ROW = ("planted",)
 CELLS = {
     "dm+llm": Cell("DM + LLM confirm_judge, 1 response", dm, llm, 1, BOTH),
+    "dm+llm-lp": Cell("DM + LLM confirm_judge with logprobs, 1 response", dm, llm_lp, 1, BOTH),
     "dm-3": Cell("DM alone, 3 replicates", dm, None, 3, BOTH),
     "sticky-3": Cell("sticky LLM (5 %, 0.85), 3 replicates", sticky, None, 3, BOTH),
+    "sticky-3lp": Cell("sticky LLM (5 %, 0.85), 3 replicates, logprobs", sticky_lp, None, 3, BOTH),
+    "sticky-lp": Cell("sticky LLM (5 %, 0.85), 1 response, logprobs", sticky_lp, None, 1, BOTH),
     "dm-1": Cell("DM alone, 1 response", dm, None, 1, BOTH),
-    "coin": Cell("coin-flip LLM, 1 response", coin, None, 1, PLANTED_ROW),
-    "coin-3": Cell("coin-flip LLM, 3 replicates", coin, None, 3, PLANTED_ROW),
+    "coin": Cell("coin-flip LLM, 1 response, labels only", coin, None, 1, PLANTED_ROW),
+    "coin-lp": Cell("coin-flip LLM, 1 response, logprobs", coin_lp, None, 1, PLANTED_ROW),
+    "coin-3": Cell("coin-flip LLM, 3 replicates, labels only", coin, None, 3, PLANTED_ROW),
+    "coin-3lp": Cell("coin-flip LLM, 3 replicates, logprobs", coin_lp, None, 3, PLANTED_ROW),
     "coin-s3": Cell("coin-flip LLM, 1 response, 3 samples an ask", coin_s3, None, 1, PLANTED_ROW),
-    "llm-1": Cell("sampling LLM (10 %), 1 response", llm, None, 1, BOTH),
+    "llm-1": Cell("sampling LLM (10 %), 1 response, labels only", llm, None, 1, BOTH),
     "llm-s3": Cell("sampling LLM (10 %), 1 response, 3 samples an ask", llm_s3, None, 1, BOTH),
+    "llm-lp": Cell("sampling LLM (10 %), 1 response, logprobs", llm_lp, None, 1, BOTH),
+    "unsure-lp": Cell(
+        "unsure LLM (0.5-1.0 on its label), 1 response, logprobs", unsure, None, 1, BOTH
+    ),
+    "unsure-labels": Cell(
+        "sampling LLM (25 %), 1 response, labels only", unsure_labels, None, 1, BOTH
+    ),
 }
 
 

@@ -59,9 +59,17 @@ with fake.running_fake_llm() as server:
 @contextmanager
 def fake_server(latency: float) -> Iterator[str]:
     """A fake OpenAI server in a child process; yields its base URL."""
+    with child_server(_SERVER, str(latency)) as url:
+        yield url
+
+
+@contextmanager
+def child_server(program: str, *args: str) -> Iterator[str]:
+    """Run ``program`` (given the fake server module's path, then ``args``) in a child
+    process until the block ends; yields the base URL it prints."""
     path = ROOT / "tests" / "judge" / "fake_llm_server.py"
     child = subprocess.Popen(
-        [sys.executable, "-c", _SERVER, str(path), str(latency)],
+        [sys.executable, "-c", program, str(path), *args],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         text=True,
@@ -111,7 +119,8 @@ def _run(plan: ScoringPlan, questions: int, concurrency: int) -> float:
 
 
 def _bodies(questions: int) -> list[dict[str, object]]:
-    """The request bodies Canon sends for ``questions`` questions (the fake model: no schema)."""
+    """The request bodies Canon sends for ``questions`` questions (the fake model: no schema;
+    log-probabilities asked for, as ``logprobs: auto`` does for an ``openai/`` model)."""
     plan = _plan(None)
     bodies = []
     for artifact in _artifacts(questions):
@@ -128,7 +137,7 @@ def _bodies(questions: int) -> list[dict[str, object]]:
                     max_tokens=None,
                     constrain_answers=False,
                     structured=False,
-                    logprobs=False,
+                    logprobs=True,  # as the judge asks an openai/ model (logprobs: auto)
                 )
             )
     return bodies

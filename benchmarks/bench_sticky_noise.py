@@ -102,16 +102,22 @@ class StickyJudge:
     def name(self) -> str:
         return "sticky-bench-judge"
 
-    async def answer(self, request: JudgeRequest) -> Answer:
-        self.calls += 1
+    def fate(self, request: JudgeRequest) -> tuple[str, str | None]:
+        """The item's true label and, when it is misread, the wrong label it sticks to:
+        fixed by its text and question, whoever asks and however."""
         question = request.question
         true = self.truth(request.artifact.id or "", question.id)
-        # The item's fate is fixed by its text and question, whoever asks and however.
         item = f"{self.seed}|{request.artifact.text}|{question.id}".encode()
         fate = random.Random(hashlib.sha256(item).digest())
         if fate.random() >= self.p:
+            return true, None
+        return true, fate.choice([c.label for c in question.choices if c.label != true])
+
+    async def answer(self, request: JudgeRequest) -> Answer:
+        self.calls += 1
+        true, wrong = self.fate(request)
+        if wrong is None:
             return Answer({true: 1.0})
-        wrong = fate.choice([c.label for c in question.choices if c.label != true])
         return Answer({wrong if self.rng.random() < self.s else true: 1.0})
 
 

@@ -238,7 +238,10 @@ FIXES = (
 # A sampling judge split on a cell: its spread on every first ask (its log-probabilities, or
 # several sampled answers a request) shows the split where one answer cannot (a coin on one
 # reply then never passes: docs/baselines.md).
-SAMPLES_FIX = "judge_options logprobs: true, or samples: 3 with temperature: 0.7"
+SAMPLES_FIX = (
+    "judge_options samples: 3 with temperature: 0.7 (or a judge model that gives logprobs, "
+    "which Canon asks for by default)"
+)
 
 
 def _about_changed(power: Power | None, unchanged: frozenset[str]) -> Power | None:

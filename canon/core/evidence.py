@@ -36,6 +36,7 @@ tell there, and a check that asked it is inconclusive, not a pass.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -131,12 +132,27 @@ class Evidence:
     # A replicated artifact's claim still open when its re-asks ran out: the judge never
     # read each response one way (the responses may differ; within one they did not agree).
     undecided: bool = False
+    # The mirror of ``e_value``: how much the counted answers tell against a judge that
+    # reads the claim at least ``1 - flip_rate`` of the time (``factor_at`` of the mass off
+    # the claim). Labels never raise both: with probabilities they both grow when the judge
+    # itself puts more than the flip rate on each side (unsure, not confirming). One
+    # response's answers only: the responses of a replicated artifact may differ.
+    against: float = 1.0
 
     @property
     def is_split(self) -> bool:
         """The re-asks ran out with the judge unable to tell on the cell: split about as
-        often one way as the other, or, with replicates, never reading each response one way."""
-        return self.status == "open" and (self.spread >= SPLIT_BAR or self.undecided)
+        often one way as the other, or, with replicates, never reading each response one way,
+        or its own probabilities telling against either consistent reading (``unsure``)."""
+        return self.status == "open" and (self.spread >= SPLIT_BAR or self.undecided or self.unsure)
+
+    @property
+    def unsure(self) -> bool:
+        """The answers tell, each ``SPLIT_BAR`` times over, against a judge that reads the
+        cell one way but for the flip rate, either way: a judge whose probabilities
+        (logprobs) sit between the two. Hard labels cannot: they raise one and lower the other
+        by the same factor."""
+        return min(self.e_value, self.against) >= SPLIT_BAR
 
     @property
     def reasks(self) -> int:
@@ -246,9 +262,13 @@ def add_answer(
     agreed = evidence.agreed + (counted and mass > 0.5)
     disagreed = evidence.disagreed + (counted and mass <= 0.5)
     split = evidence.split * (split_factor(mass, rule) if counted and guard else 1.0)
+    against = evidence.against * (factor(1.0 - mass, rule) if counted and guard else 1.0)
     asks = evidence.asks + 1
     status: EvidenceStatus = "open"
-    if e_value >= rule.bar(cells):
+    # A judge whose own probabilities put well over the flip rate on both sides rejects the
+    # null without bearing out the claim: it is unsure, and an unsure judge confirms nothing
+    # (an unchanged suite judged by one was read as regressed in 52 % of checks).
+    if e_value >= rule.bar(cells) and not (guard and against >= SPLIT_BAR):
         status = "confirmed"
     # Answers net against the claim, and re-asks that a judge split on the cell would not
     # have given: the first answer was the judge's noise. Stopping here never raises the
@@ -267,6 +287,7 @@ def add_answer(
         int(disagreed),
         evidence.floor,
         split,
+        against=against,
     )
 
 
@@ -381,19 +402,7 @@ def attainable(units: Sequence[float], sampled: int, rule: DecisionRule) -> floa
 
 def failed_reask(evidence: Evidence) -> Evidence:
     """The judge could not answer a re-ask: the claim can be neither confirmed nor refuted."""
-    return Evidence(
-        evidence.labels,
-        evidence.ceiling,
-        evidence.asks,
-        evidence.e_value,
-        "unavailable",
-        evidence.agreed,
-        evidence.disagreed,
-        evidence.floor,
-        evidence.split,
-        evidence.units,
-        evidence.spread,
-    )
+    return dataclasses.replace(evidence, status="unavailable", undecided=False)
 
 
 def exhausted(evidence: Evidence, rule: DecisionRule) -> bool:

@@ -146,6 +146,12 @@ def refuses_schema(exc: Exception) -> bool:
     )
 
 
+def refuses_logprobs(exc: Exception) -> bool:
+    """Whether a failed call says the endpoint does not return ``logprobs``."""
+    status = getattr(exc, "status", getattr(exc, "status_code", None))
+    return status in (400, 422) and "logprob" in str(exc).lower()
+
+
 def rejected(model: str, detail: str) -> JudgeRejectedError:
     """The error for a request the provider refused as sent (a client error, exit 2)."""
     return JudgeRejectedError(

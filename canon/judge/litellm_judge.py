@@ -18,7 +18,11 @@ Failures are sorted by what can fix them (see docs/judge.md for the exit codes):
 
 The reply is asked as JSON under a schema whose enum is the offered labels where the
 endpoint supports it (``structured_output``), and with ``logprobs`` the answer distribution
-comes from the labels' token probabilities (canon.judge.answer_formats). The request is built
+comes from the labels' token probabilities (canon.judge.answer_formats). Both default to
+``auto``: asked for where litellm says the model takes them (any OpenAI-compatible endpoint
+on the direct path), and dropped for the rest of the run if the endpoint refuses them. The
+probabilities cost nothing and show a judge that is split about an answer in one look, where
+a label alone would look as sure as any other. The request is built
 in canon.judge.request_body, failures are sorted in canon.judge.failures, and replies are read
 in canon.judge.replies.
 """
@@ -50,6 +54,7 @@ from canon.judge.failures import (
     JudgeTimeoutError,
     classify_direct,
     classify_litellm,
+    refuses_logprobs,
     refuses_schema,
     timed_out,
 )
@@ -57,6 +62,7 @@ from canon.judge.litellm_module import (
     JudgeSetupError,
     load_litellm,
     missing_api_keys,
+    supports_logprobs,
     supports_schema,
 )
 from canon.judge.prompt_cache import mark_shared_prefix
@@ -107,7 +113,7 @@ class LiteLLMJudge:
         max_backoff: float = 20.0,
         constrain_answers: bool = False,
         reask_temperature: float = 0.7,
-        logprobs: bool = False,
+        logprobs: bool | Literal["auto"] = "auto",
         structured_output: bool | Literal["auto"] = "auto",
         transport: Transport = "auto",
         reasons: bool = True,
@@ -121,9 +127,10 @@ class LiteLLMJudge:
         _check_number("reask_temperature", reask_temperature, minimum=0.0)
         _check_number("backoff", backoff, minimum=0.0)
         _check_number("max_backoff", max_backoff, minimum=0.0)
-        for flag, value in (("logprobs", logprobs), ("reasons", reasons)):
-            if not isinstance(value, bool):
-                raise UsageError(f"LiteLLMJudge {flag} must be true or false, got {value!r}")
+        if not isinstance(reasons, bool):
+            raise UsageError(f"LiteLLMJudge reasons must be true or false, got {reasons!r}")
+        if logprobs not in (True, False, "auto") or not isinstance(logprobs, bool | str):
+            raise UsageError(f"LiteLLMJudge logprobs must be true, false or auto, got {logprobs!r}")
         if structured_output not in (True, False, "auto"):
             raise UsageError(
                 "LiteLLMJudge structured_output must be true, false or auto, "
@@ -154,6 +161,7 @@ class LiteLLMJudge:
         self._ready = False
         self._direct: Any = None  # a canon.judge.openai_http.DirectOpenAI when used
         self._structured = False  # decided on the first question
+        self._logprobs = False  # decided on the first question
         # Set when a question just used up its attempts on a transient failure; until a call
         # succeeds again, other questions try once instead of waiting out the full backoff,
         # so an outage costs one backoff cycle per run rather than one per question.
@@ -317,6 +325,7 @@ class LiteLLMJudge:
             if key is None and base is None:
                 self._refuse_missing(["OPENAI_API_KEY"])
             self._structured = self.structured_output is not False
+            self._logprobs = self.logprobs is not False
         else:
             litellm = load_litellm()
             self._check_provider(litellm)
@@ -326,6 +335,9 @@ class LiteLLMJudge:
                 self.structured_output == "auto" and supports_schema(self.model)
             )
             self._structured = supported
+            self._logprobs = self.logprobs is True or (
+                self.logprobs == "auto" and supports_logprobs(self.model)
+            )
         if self.constrain_answers:
             self._structured = False  # the grammar already fixes the reply's form
         self._ready = True
@@ -360,7 +372,7 @@ class LiteLLMJudge:
             max_tokens=self.max_tokens,
             constrain_answers=self.constrain_answers,
             structured=self._structured,
-            logprobs=self.logprobs,
+            logprobs=self._logprobs,
             reasons=self.reasons,
         )
 
@@ -372,7 +384,7 @@ class LiteLLMJudge:
             completion.replies,
             samples=self.samples,
             structured=self._structured,
-            logprobs=self.logprobs,
+            logprobs=self._logprobs,
         )
 
     async def _sample(self, body: dict[str, Any]) -> Completion:
@@ -390,15 +402,26 @@ class LiteLLMJudge:
         return Completion(replies[: self.samples], completion.usage)
 
     async def _complete(self, fields: dict[str, Any], n: int) -> Completion:
-        try:
-            return await self._request(fields, n)
-        except Exception as exc:
-            if not (self._structured and refuses_schema(exc)):
-                raise
-        # The endpoint does not take a JSON schema: ask in text for the rest of the run.
-        self._structured = False
-        fields = {k: v for k, v in fields.items() if k != "response_format"}
-        return await self._request(fields, n)
+        while True:
+            try:
+                return await self._request(fields, n)
+            except Exception as exc:
+                dropped = self._drop_refused(fields, exc)
+                if dropped is None:
+                    raise
+                fields = dropped
+
+    def _drop_refused(self, fields: dict[str, Any], exc: Exception) -> dict[str, Any] | None:
+        """The request without what the endpoint said it does not take, for the rest of the
+        run: a JSON schema (asked in text instead), or log-probabilities that ``auto`` asked
+        for (answered by label instead); None when the failure is not such a refusal."""
+        if "response_format" in fields and refuses_schema(exc):
+            self._structured = False
+            return {k: v for k, v in fields.items() if k != "response_format"}
+        if self.logprobs == "auto" and "logprobs" in fields and refuses_logprobs(exc):
+            self._logprobs = False
+            return {k: v for k, v in fields.items() if k not in ("logprobs", "top_logprobs")}
+        return None
 
     async def _request(self, fields: dict[str, Any], n: int) -> Completion:
         body = dict(fields)

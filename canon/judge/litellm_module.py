@@ -75,6 +75,7 @@ class ModelFacts:
     provider: str | None  # litellm's provider name (``anthropic``), None when unknown
     priced: bool  # the price table has the model's per-token prices
     supports_schema: bool  # it takes ``response_format`` with a JSON schema
+    supports_logprobs: bool  # it returns the answer's log-probabilities (``logprobs``)
 
 
 @functools.lru_cache(maxsize=64)
@@ -93,16 +94,28 @@ def model_facts(model: str) -> ModelFacts:
         schema = bool(litellm.supports_response_schema(model=model))
     except Exception:  # unknown to litellm's model list: ask in text
         schema = False
+    try:
+        params = litellm.get_supported_openai_params(model=model) or ()
+        logprobs = "logprobs" in params and "top_logprobs" in params
+    except Exception:  # unknown to litellm: ask for no more than a plain answer
+        logprobs = False
     return ModelFacts(
         provider=provider,
         priced=info.get("input_cost_per_token") is not None,
         supports_schema=schema,
+        supports_logprobs=logprobs,
     )
 
 
 def supports_schema(model: str) -> bool:
     """Whether ``model`` takes a JSON schema as its ``response_format`` (looked up once)."""
     return model_facts(model).supports_schema
+
+
+def supports_logprobs(model: str) -> bool:
+    """Whether litellm passes ``logprobs`` and ``top_logprobs`` to ``model``'s provider
+    (looked up once)."""
+    return model_facts(model).supports_logprobs
 
 
 def missing_api_keys(litellm: Any, model: str) -> list[str]:

@@ -40,7 +40,7 @@ JUDGE_OPTIONS = {
     "max_tokens": int,
     "constrain_answers": bool,
     "batch": bool,  # read by the CLI (provider batch mode), not passed to the judge
-    "logprobs": bool,
+    "logprobs": object,  # true, false or "auto": LiteLLMJudge checks it
     "structured_output": object,  # true, false or "auto": LiteLLMJudge checks it
     "reasons": bool,  # false: structured replies carry no reason (fewer completion tokens)
     "transport": str,

@@ -56,6 +56,11 @@ class FakeLLM:
         self.requests: list[dict[str, Any]] = []
         self.honour_n = True  # False: always one choice, like providers without ``n``
         self.retry_after = "0"
+        # True: a request asking for ``logprobs`` gets a 400 saying so, as Groq's API does
+        self.refuse_logprobs = False
+        # With logprobs asked for: alternatives given at every other token too, as OpenAI
+        # gives ``top_logprobs`` of them at each (0: none; benchmarks set it for real sizes)
+        self.alternatives = 0
         self.prompt_tokens = 10  # the usage every 200 reply reports
         self._lock = threading.Lock()
         self.port = 0
@@ -170,10 +175,23 @@ def _handler(state: FakeLLM) -> type[BaseHTTPRequestHandler]:
             if not self.path.endswith("/chat/completions"):
                 self._send(404, {"error": {"message": "no such route"}})
                 return
+            if state.refuse_logprobs and body.get("logprobs"):
+                with state._lock:
+                    state.requests.append(body)
+                self._send(
+                    400,
+                    {"error": {"message": "'logprobs' is not supported with this model"}},
+                )
+                return
             fault, replies, top, rule = state.decide_rule(body)
             if fault is None:
                 with state.serving():
-                    self._send(200, _completion(body, replies, top, state.prompt_tokens, rule))
+                    self._send(
+                        200,
+                        _completion(
+                            body, replies, top, state.prompt_tokens, rule, state.alternatives
+                        ),
+                    )
             elif fault in ("500", "503"):
                 self._send(int(fault), {"error": {"message": "server exploded", "type": "x"}})
             elif fault == "429":
@@ -228,22 +246,27 @@ def _handler(state: FakeLLM) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def _logprobs(text: str, top: dict[str, float] | None) -> dict[str, Any]:
-    """Tokens of ``text`` (words and single other characters); ``top`` at the answer word."""
+def _logprobs(text: str, top: dict[str, float] | None, alternatives: int = 0) -> dict[str, Any]:
+    """Tokens of ``text`` (words and single other characters); ``top`` at the answer word,
+    ``alternatives`` made-up rivals at every other token."""
     pieces = re.findall(r"\w+|\W", text)
     words = [i for i, piece in enumerate(pieces) if top and piece in top]
     answer_at = words[-1] if words else -1
     content = []
     for index, piece in enumerate(pieces):
         if index == answer_at and top:
-            alternatives = [
+            at_answer = [
                 {"token": token, "logprob": math.log(p)} for token, p in top.items() if p > 0
             ]
             content.append(
-                {"token": piece, "logprob": math.log(top[piece]), "top_logprobs": alternatives}
+                {"token": piece, "logprob": math.log(top[piece]), "top_logprobs": at_answer}
             )
         else:
-            content.append({"token": piece, "logprob": 0.0, "top_logprobs": []})
+            rivals = [
+                {"token": f"~{j}", "logprob": -6.0 - j, "bytes": [126, 48 + j % 10]}
+                for j in range(alternatives)
+            ]
+            content.append({"token": piece, "logprob": 0.0, "top_logprobs": rivals})
     return {"content": content}
 
 
@@ -253,6 +276,7 @@ def _completion(
     top: dict[str, float] | None = None,
     prompt_tokens: int = 10,
     rule: Rule | None = None,
+    alternatives: int = 0,
 ) -> dict[str, Any]:
     refusal = None if rule is None else rule.refusal
     finish = "stop" if rule is None else rule.finish_reason
@@ -270,7 +294,9 @@ def _completion(
                     **({"refusal": refusal} if refusal is not None else {}),
                 },
                 "finish_reason": finish,
-                **({"logprobs": _logprobs(text, top)} if body.get("logprobs") else {}),
+                **(
+                    {"logprobs": _logprobs(text, top, alternatives)} if body.get("logprobs") else {}
+                ),
             }
             for i, text in enumerate(replies)
         ],

@@ -8,8 +8,9 @@ import math
 
 import pytest
 
-from canon.errors import JudgeError
+from canon.errors import JudgeError, JudgeRejectedError
 from canon.judge.answer_formats import answer_schema, logprob_distribution, read_structured
+from canon.judge.litellm_judge import LiteLLMJudge
 
 MISSION_Q = "serve the mission"
 
@@ -89,6 +90,51 @@ def test_logprobs_give_a_real_confidence_from_one_call(fake_llm, make_judge, ask
     body = fake_llm.requests[-1]
     assert body["logprobs"] is True and body["top_logprobs"] >= len(questions["mission"].choices)
     assert len(fake_llm.requests) == 1
+
+
+def test_by_default_an_openai_compatible_judge_shows_a_split_it_would_not_say(
+    fake_llm, make_judge, ask, questions
+):
+    # A coin flip: the reply says "yes", and the model put half its mass on "no". Asked for
+    # a label alone, this answer would look as sure as any other (issue 23).
+    fake_llm.script(MISSION_Q, "ANSWER: yes", top={"yes": 0.5, "no": 0.5})
+    answer = _answer(make_judge(structured_output=False), ask(questions["mission"]))
+    assert answer.distribution == pytest.approx({"yes": 0.5, "no": 0.5})
+    body = fake_llm.requests[-1]
+    assert body["logprobs"] is True and body["top_logprobs"] >= len(questions["mission"].choices)
+
+
+def test_an_endpoint_that_refuses_logprobs_is_asked_for_labels_for_the_rest_of_the_run(
+    fake_llm, make_judge, ask, questions
+):
+    fake_llm.refuse_logprobs = True
+    fake_llm.script("", "ANSWER: yes")
+    judge = make_judge(structured_output=False)
+    assert _answer(judge, ask(questions["mission"])).distribution == {"yes": 1.0}
+    assert _answer(judge, ask(questions["scope"])).distribution == {"yes": 1.0}
+    assert ["logprobs" in body for body in fake_llm.requests] == [True, False, False]
+
+
+def test_logprobs_asked_for_by_name_and_refused_are_an_error_not_dropped(
+    fake_llm, make_judge, ask, questions
+):
+    fake_llm.refuse_logprobs = True
+    fake_llm.script("", "ANSWER: yes")
+    judge = make_judge(structured_output=False, logprobs=True)
+    with pytest.raises(JudgeRejectedError, match="'logprobs' is not supported"):
+        _answer(judge, ask(questions["mission"]))
+    assert len(fake_llm.requests) == 1  # a client error: never retried
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # pydantic, on litellm's mistral types
+def test_a_model_litellm_says_gives_no_logprobs_is_not_asked_for_them(fake_llm, ask, questions):
+    # litellm's tables: mistral's API takes no logprobs (openai/ models do, see above).
+    fake_llm.script(MISSION_Q, "ANSWER: yes")
+    judge = LiteLLMJudge(
+        "mistral/mistral-small", api_base=fake_llm.base_url, api_key="k", structured_output=False
+    )
+    assert _answer(judge, ask(questions["mission"])).distribution == {"yes": 1.0}
+    assert "logprobs" not in fake_llm.requests[-1]
 
 
 def test_logprobs_locate_the_label_inside_a_json_reply(fake_llm, make_judge, ask, questions):

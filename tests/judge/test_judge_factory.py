@@ -64,6 +64,18 @@ def test_judge_options_out_of_range_are_config_errors():
         judge_from_spec("openai:gpt-4o", base_dir=EXAMPLES, options={"samples": 0})
 
 
+def test_logprobs_default_to_auto_and_take_only_true_false_or_auto():
+    assert judge_from_spec("openai:gpt-4o", base_dir=EXAMPLES).logprobs == "auto"
+    for value in (True, False, "auto"):
+        options = {"logprobs": value}
+        assert (
+            judge_from_spec("openai:gpt-4o", base_dir=EXAMPLES, options=options).logprobs == value
+        )
+    for value in ("maybe", 1, "yes", None):
+        with pytest.raises(ConfigError, match="logprobs must be true, false or auto"):
+            judge_from_spec("openai:gpt-4o", base_dir=EXAMPLES, options={"logprobs": value})
+
+
 def test_judge_options_on_a_scripted_judge_are_refused():
     with pytest.raises(ConfigError, match="apply to model judges only"):
         judge_from_spec("mock:judge-script.yaml", base_dir=EXAMPLES, options={"samples": 2})

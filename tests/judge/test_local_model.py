@@ -111,7 +111,7 @@ def test_the_local_model_answers_with_an_offered_label_or_leaves_the_cell_unscor
 
 @pytest.mark.slow
 def test_with_constrained_answers_the_local_model_labels_every_question(local_model, requests):
-    results = _ask_all(_judge(local_model, constrain_answers=True), requests)
+    results = _ask_all(_judge(local_model, constrain_answers=True, logprobs=False), requests)
     for request in requests:
         answer = results[request.question.id]
         assert isinstance(answer, Answer), answer
@@ -121,7 +121,8 @@ def test_with_constrained_answers_the_local_model_labels_every_question(local_mo
 
 @pytest.mark.slow
 def test_with_a_json_schema_the_local_model_labels_every_question(local_model, requests):
-    results = _ask_all(_judge(local_model, structured_output=True, max_tokens=None), requests)
+    judge = _judge(local_model, structured_output=True, max_tokens=None, logprobs=False)
+    results = _ask_all(judge, requests)
     for request in requests:
         answer = results[request.question.id]
         assert isinstance(answer, Answer), answer
@@ -145,7 +146,7 @@ def test_with_reasons_off_the_local_model_answers_the_bare_schema(local_model, r
 
 @pytest.mark.slow
 @pytest.mark.parametrize("form", ["grammar", "schema"])
-def test_logprobs_from_llama_cpp_give_real_confidences_over_the_offered_labels(
+def test_by_default_llama_cpp_gives_real_confidences_over_the_offered_labels(
     local_model, requests, form
 ):
     # Without a reason: after writing one, this 135M model's (unconstrained) top tokens at
@@ -153,7 +154,7 @@ def test_logprobs_from_llama_cpp_give_real_confidences_over_the_offered_labels(
     options: dict[str, Any] = (
         {"constrain_answers": True} if form == "grammar" else {"max_tokens": None, "reasons": False}
     )
-    results = _ask_all(_judge(local_model, logprobs=True, **options), requests)
+    results = _ask_all(_judge(local_model, **options), requests)  # logprobs: auto
     confidences = []
     for request in requests:
         answer = results[request.question.id]
