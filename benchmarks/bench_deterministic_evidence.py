@@ -40,7 +40,9 @@ Cells: DM + LLM confirm judge with 1 response; DM alone with 3 replicates; stick
 3 replicates (labels, and logprobs); DM alone with 1 response; the coin-flip judge with 1
 response and with 3 replicates, each with labels only and with logprobs, and with 1 response
 at 3 samples an ask; the sampling LLM with 1 response at 1 and at 3 samples an ask and with
-logprobs; the unsure LLM and its label-only twin. For a planted row, the runs that exit 0
+logprobs, and checked against a baseline accepted from labels (an upgrade) with ``logprobs:
+auto`` (which then reads labels) and with ``true`` (which does not: why auto does); the unsure
+LLM and its label-only twin. For a planted row, the runs that exit 0
 are split by what the run could see: how many of them saw the judge disagree with itself
 about a000 (answers to its cells asked more than once, against each cell's majority) beyond
 the flip rate the rule assumes. The others are runs where every answer about a000 that was
@@ -185,7 +187,8 @@ class SamplingLLM:
     seed: int
     e: float = 0.10
     samples: int = 1  # answers per request (``samples``): the distribution is their shares
-    logprobs: bool = False
+    # True or "auto" (as LiteLLMJudge: "auto" reads labels against a baseline judged so)
+    logprobs: bool | str = False
     spread: float = 0.08  # with logprobs: the truth's probability varies this much a look
     calls: int = 0
     asked: set[tuple[str, str]] = field(default_factory=set)
@@ -197,6 +200,14 @@ class SamplingLLM:
     @property
     def name(self) -> str:
         return "sim-llm"
+
+    @property
+    def reads_probabilities(self) -> bool:
+        return self.logprobs is not False
+
+    def read_labels(self) -> None:
+        if self.logprobs == "auto":
+            self.logprobs = False
 
     async def answer(self, request: JudgeRequest) -> Answer:
         self.calls += 1
@@ -290,17 +301,19 @@ def trial(
     *,
     size: int,
     replicates: int,
+    accepted_by: JudgeMaker | None = None,
 ) -> Trial:
-    """Accept an unchanged suite (recorded), reword every response, check against ``after``."""
+    """Accept an unchanged suite (recorded), reword every response, check against ``after``.
+    ``accepted_by``: the judge of the accept, when another setting of the same model."""
     rule = DecisionRule()
 
-    def plan(truth: Truth, salt: int) -> ScoringPlan:
+    def plan(truth: Truth, salt: int, first: JudgeMaker = judge) -> ScoringPlan:
         second = None if confirm is None else confirm(truth, seed * 7 + salt + 1)
         return ScoringPlan(
-            CONSTITUTION, RUBRIC, judge(truth, seed * 7 + salt), 0.85, confirm_judge=second
+            CONSTITUTION, RUBRIC, first(truth, seed * 7 + salt), 0.85, confirm_judge=second
         )
 
-    accept = plan(clean, 0)
+    accept = plan(clean, 0, accepted_by or judge)
     accepted = asyncio.run(score_run(accept, suite(size, 0, replicates), rule, record=True))
     baseline = baseline_from_data(
         baseline_to_data(baseline_from_run(accept, accepted)), source="bench"
@@ -338,6 +351,7 @@ class Cell:
     confirm: JudgeMaker | None
     replicates: int
     rows: tuple[str, ...]  # which rows to run: "aa", "planted"
+    accepted_by: JudgeMaker | None = None  # the baseline's judge, if another setting
 
 
 def dm(truth: Truth, seed: int) -> Judge:
@@ -372,6 +386,10 @@ def sticky_lp(truth: Truth, seed: int) -> Judge:
     return StickyLogprobs(truth, 0.05, 0.85, seed)
 
 
+def llm_auto(truth: Truth, seed: int) -> Judge:
+    return SamplingLLM(truth, seed, logprobs="auto")
+
+
 def unsure(truth: Truth, seed: int) -> Judge:
     return SamplingLLM(truth, seed, e=0.25, logprobs=True, spread=0.5)
 
@@ -402,6 +420,22 @@ CELLS = {
     "llm-1": Cell("sampling LLM (10 %), 1 response, labels only", llm, None, 1, BOTH),
     "llm-s3": Cell("sampling LLM (10 %), 1 response, 3 samples an ask", llm_s3, None, 1, BOTH),
     "llm-lp": Cell("sampling LLM (10 %), 1 response, logprobs", llm_lp, None, 1, BOTH),
+    "llm-upgrade": Cell(
+        "sampling LLM (10 %), 1 response, baseline from labels, check with logprobs: auto",
+        llm_auto,
+        None,
+        1,
+        BOTH,
+        accepted_by=llm,
+    ),
+    "llm-upgrade-true": Cell(
+        "sampling LLM (10 %), 1 response, baseline from labels, check with logprobs: true",
+        llm_lp,
+        None,
+        1,
+        BOTH,
+        accepted_by=llm,
+    ),
     "unsure-lp": Cell(
         "unsure LLM (0.5-1.0 on its label), 1 response, logprobs", unsure, None, 1, BOTH
     ),
@@ -472,6 +506,7 @@ def main() -> None:
                     args.seed + i,
                     size=args.size,
                     replicates=cell.replicates,
+                    accepted_by=cell.accepted_by,
                 )
                 for i in range(args.trials)
             ]

@@ -15,6 +15,8 @@ from canon.check.provenance import (
     JudgeChangedError,
     answering_change,
     answering_models,
+    read_as_recorded,
+    reads_probabilities,
     refuse_alias,
 )
 from canon.check.runner import (
@@ -134,6 +136,14 @@ def baseline_from_run(plan: ScoringPlan, confirmation: Confirmation) -> Baseline
         replicates=confirmation.replicates,
         inputs=confirmation.inputs,
         answered_by=answering_models(plan.judge),
+        logprobs=next(
+            (
+                found
+                for judge in (plan.judge, plan.confirm_judge)
+                if judge is not None and (found := reads_probabilities(judge)) is not None
+            ),
+            None,
+        ),
     )
 
 
@@ -156,6 +166,7 @@ async def check_run(
     """Score and confirm a run, then compare it with ``baseline`` (``rule`` and
     ``concurrency`` default to the plan's)."""
     rule = rule or plan.rule
+    read_as_recorded((plan.judge, plan.confirm_judge), baseline)
     confirmation = await score_run(
         plan,
         artifacts,

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from canon.core.baseline import Baseline
 from canon.errors import BaselineError, ConfigError
-from canon.judge.base import Judge, innermost
+from canon.judge.base import Judge, innermost, wrapped
 
 
 class JudgeChangedError(BaselineError):
@@ -75,3 +75,53 @@ def answering_change(baseline: Baseline, models: Sequence[str], *, source: str) 
         f"judge changed ({source} was answered by {', '.join(baseline.answered_by)}, this "
         f"run by {', '.join(sorted(set(models)))}, both as {baseline.judge})"
     )
+
+
+def reads_probabilities(judge: Judge) -> bool | None:
+    """Whether a model judge reads its answers from log-probabilities (None: a judge that
+    has no such setting, a scripted or decision judge)."""
+    found = getattr(innermost(judge), "reads_probabilities", None)
+    return found if isinstance(found, bool) else None
+
+
+def read_as_recorded(
+    judges: Sequence[Judge | None], baseline: Baseline, *, source: str = "the baseline"
+) -> list[str]:
+    """Have model judges read their answers as ``baseline``'s judge did: from labels alone or
+    from log-probabilities. A distribution puts some mass below a sure label, so scores read
+    one way do not compare with scores read the other (every score would seem to drop).
+
+    A judge whose ``logprobs`` is ``auto`` reads labels against a baseline judged from labels
+    (or older than format 7, when judges read labels unless told otherwise); its name is
+    returned, so a check can say so and that ``canon accept`` records the probabilities. A
+    judge told ``true`` or ``false`` against a baseline recorded the other way is refused
+    (``JudgeChangedError``, exit 2), as a changed judge is."""
+    changed = []
+    for judge in judges:
+        if judge is None:
+            continue
+        reads = reads_probabilities(judge)
+        inner = innermost(judge)
+        auto = getattr(inner, "logprobs", None) == "auto"
+        if reads is None or (baseline.logprobs is None and not auto):
+            continue  # no such setting, or a baseline that does not say and a judge told
+        recorded = bool(baseline.logprobs)
+        if reads == recorded:
+            continue
+        if reads and auto:
+            inner.read_labels()
+            for layer in wrapped(judge):
+                renew = getattr(layer, "renew_identity", None)
+                if renew is not None:
+                    renew()
+            changed.append(judge.name)
+            continue
+        ways = {True: "log-probabilities", False: "labels alone"}
+        raise JudgeChangedError(
+            f"judge changed ({source} was judged from {ways[recorded]}, and {judge.name} "
+            f"reads {ways[reads]} in this run: their scores do not compare): run canon accept "
+            "to record a baseline read this way"
+            + ("" if recorded else ", or set judge_options logprobs: auto")
+            + "; no regression was looked for"
+        )
+    return changed

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from canon.check.pipeline import baseline_from_run, compare_run
-from canon.check.provenance import refuse_alias
+from canon.check.provenance import read_as_recorded, refuse_alias
 from canon.check.spend import run_usage
 from canon.cli.alignment_check import check_alignment, load_alignment, refuse_changed_judge
 from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
@@ -193,6 +193,13 @@ def check(
     baseline = read_baseline(path, suite_name=suite.stem)
     require_same_rubric(baseline, plan.rubric, source=shown(path))
     refuse_changed_judge(baseline, plan, shown(path))
+    for name in read_as_recorded((plan.judge, plan.confirm_judge), baseline, source=shown(path)):
+        click.echo(
+            f"canon: {shown(path)} was judged from labels alone, so {name} reads labels in "
+            'this check too; run "canon accept" to record its probabilities (logprobs: auto, '
+            "docs/judge.md)",
+            err=True,
+        )
     recorded_alignment = load_alignment(path)
     left_out = 0
     if select or limit is not None:

@@ -11,14 +11,16 @@ from canon.core.rubric import Question, Rubric
 from canon.core.scoring import ArtifactResult, CellState
 from canon.errors import BaselineError
 
-BASELINE_FORMAT = 6
+BASELINE_FORMAT = 7
 LEGACY_FORMAT = 1  # overall score and gate per artifact only; no per-question rows
 # Format 2 has per-question rows without the answer distribution or the number of asks;
 # format 3 has no text digest (its texts are "unknown": never treated as unchanged);
 # format 4 has no input digest (its artifacts answered no recorded request).
-READABLE_FORMATS = (1, 2, 3, 4, 5, 6)
+READABLE_FORMATS = (1, 2, 3, 4, 5, 6, 7)
 INPUT_FORMAT = 5  # from here a record may hold the digest of the request it answered
 ANSWERED_FORMAT = 6  # from here a baseline may name the models that answered (decision judges)
+# From here a baseline may say whether its model judge read the answers' log-probabilities.
+READING_FORMAT = 7
 SETTLED_FORMAT = 4  # from here accept asks every question twice before recording it
 
 _STATES: frozenset[str] = frozenset({"answered", "na", "unscored", "refused"})
@@ -26,6 +28,7 @@ _STOPPERS: frozenset[str] = frozenset({"policy", "contract"})
 _TOP_KEYS = frozenset({"format", "rubric", "judge", "constitution", "threshold", "artifacts"})
 # Written only when the judge's responses named the model that answered (format 6).
 _OPTIONAL_TOP_KEYS = frozenset({"answered_by"})
+_READING_KEYS = frozenset({"logprobs"})  # format 7: written for a model judge
 _RECORD_KEYS = frozenset({"score", "gated", "canon", "stopped_by", "questions"})
 _RECORD_KEYS_4 = _RECORD_KEYS | {"digest"}
 # Written only for an artifact judged over several responses (repeated agent runs).
@@ -85,6 +88,10 @@ class Baseline:
     # The models the judge's responses said answered (a decision judge names the versioned
     # model behind its name); None when the judge does not say.
     answered_by: tuple[str, ...] | None = None
+    # Whether a model judge read its answers from log-probabilities (True) or labels alone
+    # (False); None when the baseline does not say (a scripted or decision judge, or a
+    # baseline older than format 7, when model judges read labels unless told otherwise).
+    logprobs: bool | None = None
 
     @property
     def legacy(self) -> bool:
@@ -112,13 +119,15 @@ def baseline_from_results(
     replicates: Mapping[str, int] | None = None,
     inputs: Mapping[str, str] | None = None,
     answered_by: Sequence[str] = (),
+    logprobs: bool | None = None,
 ) -> Baseline:
     """Record a run as a baseline in the current format.
 
     ``asks`` says how many answers each (artifact, question) cell pooled; one by default.
     ``replicates`` says how many responses an artifact's first answers pooled; one by default.
     ``inputs`` gives the digest of each artifact's input (the request it answered).
-    ``answered_by`` names the models the judge's responses said answered, if any.
+    ``answered_by`` names the models the judge's responses said answered, if any;
+    ``logprobs`` whether a model judge read its answers from log-probabilities.
     """
     artifacts: dict[str, ArtifactRecord] = {}
     for result in results:
@@ -157,6 +166,7 @@ def baseline_from_results(
         threshold=threshold,
         artifacts=artifacts,
         answered_by=tuple(sorted(set(answered_by))) or None,
+        logprobs=logprobs,
     )
 
 
@@ -172,6 +182,8 @@ def baseline_to_data(baseline: Baseline) -> dict[str, Any]:
     }
     if baseline.answered_by is not None:
         data["answered_by"] = list(baseline.answered_by)
+    if baseline.logprobs is not None:
+        data["logprobs"] = baseline.logprobs
     data["constitution"] = baseline.constitution
     data["threshold"] = baseline.threshold
     data["artifacts"] = {key: _record_data(r) for key, r in baseline.artifacts.items()}
@@ -229,7 +241,8 @@ def baseline_from_data(data: object, *, source: str) -> Baseline:
             f'{", ".join(map(str, READABLE_FORMATS))}. Run "canon accept" to record a new one'
         )
     legacy = version == LEGACY_FORMAT
-    known = _TOP_KEYS | _OPTIONAL_TOP_KEYS if version >= ANSWERED_FORMAT else _TOP_KEYS
+    known = _TOP_KEYS | (_OPTIONAL_TOP_KEYS if version >= ANSWERED_FORMAT else frozenset())
+    known |= _READING_KEYS if version >= READING_FORMAT else frozenset()
     unknown = sorted(str(k) for k in data if k not in known)
     if unknown:
         raise BaselineError(f"{source}: unknown key(s) {', '.join(map(repr, unknown))}")
@@ -266,6 +279,7 @@ def baseline_from_data(data: object, *, source: str) -> Baseline:
             for key, value in records.items()
         },
         answered_by=_answered_by(data.get("answered_by"), f"{source}: 'answered_by'"),
+        logprobs=_flag(data["logprobs"], f"{source}: 'logprobs'") if "logprobs" in data else None,
     )
 
 

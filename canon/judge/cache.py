@@ -239,6 +239,10 @@ class CachingJudge:
         self.misses = 0
         self._identity = dict(inner.cache_identity())
 
+    def renew_identity(self) -> None:
+        """Key answers by the inner judge's settings as they are now (one changed since)."""
+        self._identity = dict(self.inner.cache_identity())
+
     @property
     def name(self) -> str:
         """The inner judge's name: a cached answer is that judge's answer."""

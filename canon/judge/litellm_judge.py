@@ -188,6 +188,27 @@ class LiteLLMJudge:
         same prompt again is no new evidence (canon.judge.base.is_deterministic)."""
         return max(self.temperature, self.reask_temperature) == 0.0
 
+    @property
+    def reads_probabilities(self) -> bool:
+        """Whether answers are read from log-probabilities: as this run did (a refusal turns
+        ``auto`` off), or, before the first call, as it would."""
+        if self._ready:
+            return self._logprobs
+        if self.logprobs != "auto":
+            return bool(self.logprobs)
+        if self.model.startswith("openai/") and self.transport != "litellm":
+            base = self.api_base or os.environ.get("OPENAI_BASE_URL")
+            if self.transport == "direct" or base or os.environ.get("OPENAI_API_BASE"):
+                return True  # the direct path asks any OpenAI-compatible endpoint
+        return supports_logprobs(self.model)
+
+    def read_labels(self) -> None:
+        """Read answers from labels alone from now on, when ``logprobs`` is ``auto``: a
+        check against a baseline judged so (canon.check.provenance.read_as_recorded)."""
+        if self.logprobs == "auto":
+            self.logprobs = False
+            self._logprobs = False
+
     def cache_identity(self) -> dict[str, Any]:
         """The settings that shape this judge's answers, for the answer cache's keys."""
         # litellm may take the endpoint from the environment (OPENAI_BASE_URL and the like);

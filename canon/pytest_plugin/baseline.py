@@ -20,7 +20,7 @@ import pytest
 from canon.check.capture import traced_artifact
 from canon.check.metric import CoherenceMetric
 from canon.check.pipeline import baseline_from_run, compare_run, score_run, suite_cells
-from canon.check.provenance import refuse_changed_judge
+from canon.check.provenance import read_as_recorded, refuse_changed_judge
 from canon.core.artifact import Artifact
 from canon.core.baseline import Baseline, baseline_to_data, require_same_rubric
 from canon.core.compare import Comparison
@@ -138,6 +138,10 @@ class CanonBaseline:
                     plan.judge.name,
                     source=str(self._session.path),
                     remedy=f"compare the judges, then {ACCEPT_HINT}",
+                )
+                # judged from labels: read labels too, so the two compare (docs/judge.md)
+                read_as_recorded(
+                    (plan.judge, plan.confirm_judge), baseline, source=str(self._session.path)
                 )
         self._node.user_properties.append(("canon.key", key))
         if self._session.accept:

@@ -98,3 +98,33 @@ def test_a_violation_whose_re_asks_fail_is_a_judge_error_never_a_pass(project, f
     result.stdout.fnmatch_lines(["*JudgeUnavailableError: could not judge artifact*unscored*"])
     _no_assertion_error(result)
     assert any(r.get("temperature") for r in fake_llm.requests), "P2 was never re-asked"
+
+
+BASELINE_TESTS = """
+def test_reply_holds_its_baseline(canon_baseline):
+    canon_baseline.check("I refunded the duplicate charge (Section 4.2).", id="dup")
+"""
+
+
+def test_a_pytest_baseline_judged_from_labels_is_checked_reading_labels(project, fake_llm):
+    # The pytest door reads a baseline as the CLI does: one recorded before logprobs: auto
+    # is checked from labels (its scores would all seem to drop otherwise); accepted again,
+    # the baseline holds probabilities and tests read them.
+    fake_llm.script("contradict any part", "ANSWER: no")
+    fake_llm.script("", "ANSWER: yes", top={"yes": 0.8, "partly": 0.2})
+    project.makepyfile(test_agent=BASELINE_TESTS)
+    config = project.path / "canon.yaml"
+    plain = config.read_text().rstrip("\n") + "\nbaselines_dir: baselines\n"
+    config.write_text(plain.replace("{max_attempts: 2}", "{max_attempts: 2, logprobs: false}"))
+    project.runpytest_subprocess("-q", "--canon-accept").assert_outcomes(passed=1)
+    recorded = project.path / "baselines" / "pytest.json"
+    assert '"logprobs": false' in recorded.read_text()
+    config.write_text(plain)  # the default: auto
+    asked = len(fake_llm.requests)
+    project.runpytest_subprocess("-q").assert_outcomes(passed=1)
+    assert not any(body.get("logprobs") for body in fake_llm.requests[asked:])
+    project.runpytest_subprocess("-q", "--canon-accept").assert_outcomes(passed=1)
+    assert '"logprobs": true' in recorded.read_text()
+    asked = len(fake_llm.requests)
+    project.runpytest_subprocess("-q").assert_outcomes(passed=1)
+    assert all(body.get("logprobs") is True for body in fake_llm.requests[asked:])
