@@ -403,7 +403,7 @@ class _ArtifactConfirmation:
         if self.spent:
             settled = dataclasses.replace(settled, reask_usage=total(self.spent))
         reasks = sum(len(a) - 1 for a in self.answers.values())
-        disagreements = sum(self._disagreements(q) for q in self.answers)
+        disagreements = round(sum(self._disagreements(q) for q in self.answers))
         key = self.result.key
         return _Settled(
             settled,
@@ -803,21 +803,25 @@ class _ArtifactConfirmation:
                 pooled.append(unscored_cell(cell.question, str(exc), error_type=type(exc).__name__))
         return tuple(pooled)
 
-    def _disagreements(self, qid: str) -> int:
+    def _disagreements(self, qid: str) -> float:
+        # Each re-ask counts the share of its answer off the majority label: 1 or 0 for a
+        # label, the judge's own probability of answering otherwise for a distribution (a
+        # judge 50/50 on every re-ask disagrees with itself half the time, though its top
+        # label never changes).
         answers = self.answers[qid][1:]
         if not answers:
             return 0
         majority = _majority(self.answers[qid])
         count = len(self.artifact.texts)
         if count == 1:
-            return sum(1 for a in answers if _modal(a) != majority)
+            return sum(_off(a, majority) for a in answers)
         # Two responses may truly differ: a re-ask is judge noise only against the other
         # answers about its own response (or the cell's majority when it is that one's only).
         groups: dict[int, list[Mapping[str, float]]] = {}
         for variant, answer in enumerate(answers, 1):
             groups.setdefault(replicate_for(variant, count), []).append(answer)
         return sum(
-            sum(1 for a in group if _modal(a) != (_majority(group) if len(group) > 1 else majority))
+            sum(_off(a, _majority(group) if len(group) > 1 else majority) for a in group)
             for group in groups.values()
         )
 
@@ -825,6 +829,12 @@ class _ArtifactConfirmation:
 def _score(cells: Sequence[Cell]) -> float | None:
     scores = [c.score for c in cells if c.state == "answered" and c.score is not None]
     return sum(scores) / len(scores) if scores else None
+
+
+def _off(answer: Mapping[str, float], label: str) -> float:
+    """The share of an answer's mass away from ``label``."""
+    total = sum(answer.values())
+    return 1.0 - answer.get(label, 0.0) / total if total > 0 else 1.0
 
 
 def _modal(answer: Mapping[str, float]) -> str:

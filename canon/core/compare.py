@@ -313,8 +313,8 @@ def blind_notes(power: Power | None, rule: DecisionRule) -> tuple[Note, ...]:
                 NoteKind.JUDGE_SPLIT,
                 f"the judge stayed split over its re-asks on {len(cells)} cell(s) a verdict "
                 f"hung on ({', '.join(cells[:5])}{' …' if len(cells) > 5 else ''}): about "
-                f"as often one answer as the other, far above the flip rate of "
-                f"{rule.flip_rate:.0%} the check assumes; "
+                f"as often one answer as the other, or with its own probabilities between "
+                f"the two, far above the flip rate of {rule.flip_rate:.0%} the check assumes; "
                 + (FIXES if power.deterministic else f"set {SAMPLES_FIX}, {FIXES}"),
                 cells=power.split,
             )
