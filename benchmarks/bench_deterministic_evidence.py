@@ -36,17 +36,18 @@ Judges (all seeded):
 - "3 samples an ask": the judge's ``samples`` at 3, one request giving three answers whose
   shares are the distribution (each drawn as above).
 
-Cells: DM + LLM confirm judge with 1 response; DM alone with 3 replicates; sticky LLM with
-3 replicates (labels, and logprobs); DM alone with 1 response; the coin-flip judge with 1
+Cells: DM + LLM confirm judge with 1 response; DM alone with 3 replicates; sticky LLM with 3
+replicates (labels, and logprobs); DM alone with 1 response; the coin-flip judge with 1
 response and with 3 replicates, each with labels only and with logprobs, and with 1 response
 at 3 samples an ask; the sampling LLM with 1 response at 1 and at 3 samples an ask and with
 logprobs, and checked against a baseline accepted from labels (an upgrade) with ``logprobs:
-auto`` (which then reads labels) and with ``true`` (which does not: why auto does); the unsure
-LLM and its label-only twin. For a planted row, the runs that exit 0
-are split by what the run could see: how many of them saw the judge disagree with itself
-about a000 (answers to its cells asked more than once, against each cell's majority) beyond
-the flip rate the rule assumes. The others are runs where every answer about a000 that was
-asked again agreed: nothing in them shows the coin.
+auto`` (which then reads labels), and against one that does not say how it read (format 6)
+with ``true`` (left alone, so it reads probabilities: why the rule exists); the unsure LLM
+and its label-only twin. For a planted row, the runs that exit 0 are split by what the run
+could see: how many of them saw the judge disagree with itself about a000 (answers to its
+cells asked more than once, against each cell's majority) beyond the flip rate the rule
+assumes. The others are runs where every answer about a000 that was asked again agreed:
+nothing in them shows the coin.
 "Blocked": an unchanged suite's check exits 1 or 6. "Caught": exit 1 naming a000.
 "LLM cells": the share of the suite's cells the confirm judge was asked about in a check.
 "Requests": the check's requests to its judge (one request may hold several samples).
@@ -386,6 +387,20 @@ def sticky_lp(truth: Truth, seed: int) -> Judge:
     return StickyLogprobs(truth, 0.05, 0.85, seed)
 
 
+@dataclass
+class OlderLLM(SamplingLLM):
+    """The sampling LLM (labels) as recorded before baseline format 7: its baseline does not
+    say how it read its answers."""
+
+    @property
+    def reads_probabilities(self) -> None:  # type: ignore[override]
+        return None
+
+
+def older_llm(truth: Truth, seed: int) -> Judge:
+    return OlderLLM(truth, seed)
+
+
 def llm_auto(truth: Truth, seed: int) -> Judge:
     return SamplingLLM(truth, seed, logprobs="auto")
 
@@ -429,12 +444,13 @@ CELLS = {
         accepted_by=llm,
     ),
     "llm-upgrade-true": Cell(
-        "sampling LLM (10 %), 1 response, baseline from labels, check with logprobs: true",
+        "sampling LLM (10 %), 1 response, format-6 baseline (labels, not said), check with "
+        "logprobs: true",
         llm_lp,
         None,
         1,
         BOTH,
-        accepted_by=llm,
+        accepted_by=older_llm,
     ),
     "unsure-lp": Cell(
         "unsure LLM (0.5-1.0 on its label), 1 response, logprobs", unsure, None, 1, BOTH

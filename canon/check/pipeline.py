@@ -136,14 +136,7 @@ def baseline_from_run(plan: ScoringPlan, confirmation: Confirmation) -> Baseline
         replicates=confirmation.replicates,
         inputs=confirmation.inputs,
         answered_by=answering_models(plan.judge),
-        logprobs=next(
-            (
-                found
-                for judge in (plan.judge, plan.confirm_judge)
-                if judge is not None and (found := reads_probabilities(judge)) is not None
-            ),
-            None,
-        ),
+        logprobs=reads_probabilities((plan.judge, plan.confirm_judge)),
     )
 
 

@@ -77,11 +77,14 @@ def answering_change(baseline: Baseline, models: Sequence[str], *, source: str) 
     )
 
 
-def reads_probabilities(judge: Judge) -> bool | None:
-    """Whether a model judge reads its answers from log-probabilities (None: a judge that
-    has no such setting, a scripted or decision judge)."""
-    found = getattr(innermost(judge), "reads_probabilities", None)
-    return found if isinstance(found, bool) else None
+def reads_probabilities(judges: Sequence[Judge | None]) -> bool | None:
+    """Whether the first model judge of ``judges`` reads its answers from log-probabilities
+    (None: none has such a setting, a scripted or decision judge), for the baseline to say."""
+    for judge in judges:
+        found = None if judge is None else getattr(innermost(judge), "reads_probabilities", None)
+        if isinstance(found, bool):
+            return found
+    return None
 
 
 def read_as_recorded(
@@ -100,28 +103,29 @@ def read_as_recorded(
     for judge in judges:
         if judge is None:
             continue
-        reads = reads_probabilities(judge)
         inner = innermost(judge)
-        auto = getattr(inner, "logprobs", None) == "auto"
-        if reads is None or (baseline.logprobs is None and not auto):
-            continue  # no such setting, or a baseline that does not say and a judge told
-        recorded = bool(baseline.logprobs)
-        if reads == recorded:
+        setting = getattr(inner, "logprobs", None)
+        if setting not in (True, False, "auto"):
+            continue  # no such setting: a scripted or decision judge
+        if setting == "auto":
+            # Only a judge that would read probabilities has anything to change; asked only
+            # then, since knowing may mean asking litellm's tables (an import of seconds).
+            if baseline.logprobs is not True and reads_probabilities((judge,)):
+                inner.read_labels()
+                for layer in wrapped(judge):
+                    renew = getattr(layer, "renew_identity", None)
+                    if renew is not None:
+                        renew()
+                changed.append(judge.name)
             continue
-        if reads and auto:
-            inner.read_labels()
-            for layer in wrapped(judge):
-                renew = getattr(layer, "renew_identity", None)
-                if renew is not None:
-                    renew()
-            changed.append(judge.name)
-            continue
+        if baseline.logprobs is None or setting == baseline.logprobs:
+            continue  # a baseline that does not say, or one read the same way
         ways = {True: "log-probabilities", False: "labels alone"}
         raise JudgeChangedError(
-            f"judge changed ({source} was judged from {ways[recorded]}, and {judge.name} "
-            f"reads {ways[reads]} in this run: their scores do not compare): run canon accept "
-            "to record a baseline read this way"
-            + ("" if recorded else ", or set judge_options logprobs: auto")
+            f"judge changed ({source} was judged from {ways[baseline.logprobs]}, and "
+            f"{judge.name} reads {ways[setting]} in this run: their scores do not compare): "
+            "run canon accept to record a baseline read this way"
+            + ("" if baseline.logprobs else ", or set judge_options logprobs: auto")
             + "; no regression was looked for"
         )
     return changed

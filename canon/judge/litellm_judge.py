@@ -194,13 +194,28 @@ class LiteLLMJudge:
         ``auto`` off), or, before the first call, as it would."""
         if self._ready:
             return self._logprobs
+        return self._asks_logprobs(self._goes_direct(self._endpoint()))
+
+    def _endpoint(self) -> str | None:
+        """The OpenAI-compatible endpoint set for this judge, if any."""
+        return (
+            self.api_base or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
+        )
+
+    def _goes_direct(self, base: str | None) -> bool:
+        """Whether calls take the direct path (an ``openai/`` model at an endpoint of one's
+        own, or ``transport: direct``) rather than litellm."""
+        return self.transport == "direct" or (
+            self.transport == "auto" and self.model.startswith("openai/") and base is not None
+        )
+
+    def _asks_logprobs(self, direct: bool) -> bool:
+        """Whether the path taken asks for log-probabilities (before any refusal): ``auto``
+        asks any OpenAI-compatible endpoint on the direct path, and through litellm where
+        litellm says the provider takes them."""
         if self.logprobs != "auto":
-            return bool(self.logprobs)
-        if self.model.startswith("openai/") and self.transport != "litellm":
-            base = self.api_base or os.environ.get("OPENAI_BASE_URL")
-            if self.transport == "direct" or base or os.environ.get("OPENAI_API_BASE"):
-                return True  # the direct path asks any OpenAI-compatible endpoint
-        return supports_logprobs(self.model)
+            return self.logprobs is True
+        return direct or supports_logprobs(self.model)
 
     def read_labels(self) -> None:
         """Read answers from labels alone from now on, when ``logprobs`` is ``auto``: a
@@ -326,15 +341,10 @@ class LiteLLMJudge:
         """Once per judge: check the provider and the credential, and pick the transport."""
         if self._ready:
             return
-        base = (
-            self.api_base or os.environ.get("OPENAI_BASE_URL") or os.environ.get("OPENAI_API_BASE")
-        )
-        is_openai = self.model.startswith("openai/")
-        direct = self.transport == "direct" or (
-            self.transport == "auto" and is_openai and base is not None
-        )
+        base = self._endpoint()
+        direct = self._goes_direct(base)
         if direct:
-            if not is_openai:
+            if not self.model.startswith("openai/"):
                 raise JudgeSetupError(
                     f"judge_options: transport: direct needs an openai/... model (an "
                     f"OpenAI-compatible endpoint), not {self.model!r}"
@@ -346,7 +356,6 @@ class LiteLLMJudge:
             if key is None and base is None:
                 self._refuse_missing(["OPENAI_API_KEY"])
             self._structured = self.structured_output is not False
-            self._logprobs = self.logprobs is not False
         else:
             litellm = load_litellm()
             self._check_provider(litellm)
@@ -356,9 +365,7 @@ class LiteLLMJudge:
                 self.structured_output == "auto" and supports_schema(self.model)
             )
             self._structured = supported
-            self._logprobs = self.logprobs is True or (
-                self.logprobs == "auto" and supports_logprobs(self.model)
-            )
+        self._logprobs = self._asks_logprobs(direct)
         if self.constrain_answers:
             self._structured = False  # the grammar already fixes the reply's form
         self._ready = True
