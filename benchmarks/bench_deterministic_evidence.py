@@ -43,7 +43,11 @@ at 3 samples an ask; the sampling LLM with 1 response at 1 and at 3 samples an a
 logprobs, and checked against a baseline accepted from labels (an upgrade) with ``logprobs:
 auto`` (which then reads labels), and against one that does not say how it read (format 6)
 with ``true`` (left alone, so it reads probabilities: why the rule exists); the unsure LLM
-and its label-only twin. For a planted row, the runs that exit 0 are split by what the run
+and its label-only twin. At ``samples: auto`` a judge reading labels alone asks three answers
+an ask, so its default rows are the "3 samples an ask" ones: DM + that LLM as confirm judge,
+the sticky LLM with 1 response and 3 replicates (and with 1 sample, for comparison), the coin
+with 3 replicates, the 25 %-wrong LLM; and the sampling LLM accepted at one answer an ask and
+checked at ``auto`` (which then asks one, as recorded) or at 3 (not pinned: why it is). For a planted row, the runs that exit 0 are split by what the run
 could see: how many of them saw the judge disagree with itself about a000 (answers to its
 cells asked more than once, against each cell's majority) beyond the flip rate the rule
 assumes. The others are runs where every answer about a000 that was asked again agreed:
@@ -417,6 +421,34 @@ def llm_s3(truth: Truth, seed: int) -> Judge:
     return SamplingLLM(truth, seed, samples=3)
 
 
+@dataclass
+class AutoSampledLLM(SamplingLLM):
+    """The sampling LLM reading labels at ``samples: auto`` (three answers an ask), which a
+    check against a baseline sampled otherwise sets to the baseline's (read_as_recorded)."""
+
+    sampling: int | str = "auto"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        self.samples = 3
+
+    def sample_as(self, count: int) -> None:
+        if self.sampling == "auto":
+            self.sampling = self.samples = count
+
+
+def llm_auto_samples(truth: Truth, seed: int) -> Judge:
+    return AutoSampledLLM(truth, seed)
+
+
+def sticky_s3(truth: Truth, seed: int) -> Judge:
+    return StickyJudge(truth, 0.05, 0.85, seed, samples=3)
+
+
+def unsure_s3(truth: Truth, seed: int) -> Judge:
+    return SamplingLLM(truth, seed, e=0.25, samples=3)
+
+
 BOTH = ("aa", "planted")
 PLANTED_ROW = ("planted",)
 CELLS = {
@@ -457,6 +489,39 @@ CELLS = {
     ),
     "unsure-labels": Cell(
         "sampling LLM (25 %), 1 response, labels only", unsure_labels, None, 1, BOTH
+    ),
+    # samples: auto, a label-only judge's default: three answers an ask
+    "dm+llm-s3": Cell(
+        "DM + LLM confirm_judge at 3 samples an ask, 1 response", dm, llm_s3, 1, BOTH
+    ),
+    "coin-3s3": Cell(
+        "coin-flip LLM, 3 replicates, 3 samples an ask", coin_s3, None, 3, PLANTED_ROW
+    ),
+    "sticky-1": Cell("sticky LLM (5 %, 0.85), 1 response", sticky, None, 1, BOTH),
+    "sticky-s3": Cell(
+        "sticky LLM (5 %, 0.85), 1 response, 3 samples an ask", sticky_s3, None, 1, BOTH
+    ),
+    "sticky-3s3": Cell(
+        "sticky LLM (5 %, 0.85), 3 replicates, 3 samples an ask", sticky_s3, None, 3, BOTH
+    ),
+    "unsure-s3": Cell(
+        "sampling LLM (25 %), 1 response, 3 samples an ask", unsure_s3, None, 1, BOTH
+    ),
+    "llm-upgrade-s": Cell(
+        "sampling LLM (10 %), 1 response, baseline at 1 sample an ask, check with samples: auto",
+        llm_auto_samples,
+        None,
+        1,
+        BOTH,
+        accepted_by=llm,
+    ),
+    "llm-upgrade-s-raw": Cell(
+        "sampling LLM (10 %), 1 response, baseline at 1 sample an ask, check at 3 (not pinned)",
+        llm_s3,
+        None,
+        1,
+        BOTH,
+        accepted_by=llm,
     ),
 }
 

@@ -93,6 +93,7 @@ class StickyJudge:
     s: float
     seed: int
     calls: int = 0
+    samples: int = 1  # answers an ask (``samples``), each repeating a misreading with ``s``
     rng: random.Random = field(init=False)
 
     def __post_init__(self) -> None:
@@ -118,7 +119,11 @@ class StickyJudge:
         true, wrong = self.fate(request)
         if wrong is None:
             return Answer({true: 1.0})
-        return Answer({wrong if self.rng.random() < self.s else true: 1.0})
+        shares: dict[str, float] = {}
+        for _ in range(self.samples):
+            label = wrong if self.rng.random() < self.s else true
+            shares[label] = shares.get(label, 0.0) + 1.0 / self.samples
+        return Answer(shares)
 
 
 def suite(size: int, run: int, replicates: int) -> list[Artifact]:

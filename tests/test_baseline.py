@@ -105,7 +105,7 @@ def test_a_legacy_format_1_baseline_still_loads():
 @pytest.mark.parametrize(
     ("mutate", "fragment"),
     [
-        (lambda d: d.update(format=8), "written by a newer Canon (baseline format 8)"),
+        (lambda d: d.update(format=9), "written by a newer Canon (baseline format 9)"),
         (lambda d: d.update(format=0), "unknown baseline format 0"),
         (lambda d: d.update(format=True), "unknown baseline format True"),
         (lambda d: d.pop("judge"), "missing key(s) 'judge'"),
@@ -116,6 +116,11 @@ def test_a_legacy_format_1_baseline_still_loads():
         (lambda d: d.update(logprobs="yes"), "'logprobs' must be true or false"),
         (lambda d: d.update(logprobs=None), "'logprobs' must be true or false"),
         (lambda d: d.update(format=6, logprobs=True), "unknown key(s) 'logprobs'"),
+        (lambda d: d.update(samples=0), "'samples' must be a whole number >= 1"),
+        (lambda d: d.update(samples="3"), "'samples' must be a whole number >= 1"),
+        (lambda d: d.update(samples=True), "'samples' must be a whole number >= 1"),
+        (lambda d: d.update(samples=2.0), "'samples' must be a whole number >= 1"),
+        (lambda d: d.update(format=7, samples=3), "unknown key(s) 'samples'"),
         (lambda d: d.update(artifacts=[]), "'artifacts' must be an object"),
         (lambda d: d["artifacts"]["a"].update(score="high"), "score must be a number in [0, 1]"),
         (lambda d: d["artifacts"]["a"].update(score=1.5), "score must be a number in [0, 1]"),
@@ -233,7 +238,9 @@ def _with_digest(key: str):
 
 def test_format_5_records_each_artifact_text_digest():
     data = baseline_to_data(_baseline([_with_digest("a")]))
-    assert data["format"] == 7 and data["artifacts"]["a"]["digest"] == text_digest("the text of a")
+    assert data["format"] == BASELINE_FORMAT and data["artifacts"]["a"]["digest"] == text_digest(
+        "the text of a"
+    )
     assert baseline_from_data(data, source="b.json").artifacts["a"].digest == text_digest(
         "the text of a"
     )
@@ -247,6 +254,18 @@ def test_a_baseline_says_whether_its_model_judge_read_probabilities_and_reads_it
         assert baseline_from_data(data, source="b.json").logprobs is logprobs
     data = baseline_to_data(_baseline([_result("a")]))  # a judge with no such setting
     assert "logprobs" not in data and baseline_from_data(data, source="b.json").logprobs is None
+
+
+def test_a_baseline_says_how_many_answers_an_ask_its_model_judge_took_and_reads_it_back():
+    for samples in (1, 3):
+        baseline = dataclasses.replace(_baseline([_result("a")]), samples=samples)
+        data = json.loads(dump_json(baseline_to_data(baseline)))
+        assert data["samples"] == samples
+        assert baseline_from_data(data, source="b.json").samples == samples
+    data = baseline_to_data(_baseline([_result("a")]))  # a judge with no such setting
+    assert "samples" not in data and baseline_from_data(data, source="b.json").samples is None
+    data["format"] = 7  # older than format 8: it does not say
+    assert baseline_from_data(data, source="b.json").samples is None
 
 
 def test_a_format_3_baseline_loads_with_its_texts_unknown_and_refuses_a_digest():

@@ -58,7 +58,7 @@ def test_accept_writes_the_baseline_and_reaccepting_is_byte_identical(project):
     assert "3 artifact(s) (3 canon, 0 non-canon) -> baselines/suite.json" in first.stdout
     written = (project / BASELINE).read_bytes()
     data = json.loads(written)
-    assert data["format"] == 7 and data["judge"] == "mock:judge-script.yaml"
+    assert data["format"] == 8 and data["judge"] == "mock:judge-script.yaml"
     assert set(data["artifacts"]) == {"duplicate-charge", "large-refund", "roaming-question"}
     again = _canon(project, "accept")
     assert "(unchanged)" in again.stdout

@@ -119,6 +119,8 @@ def test_judge_options_are_read_and_type_checked(write, tmp_path):
         "temperature": 1,
         "constrain_answers": True,
     }
+    write("canon.yaml", "judge_options:\n  samples: auto\n")
+    assert load_config(cwd=tmp_path).judge_options == {"samples": "auto"}
 
 
 @pytest.mark.parametrize(
@@ -128,6 +130,7 @@ def test_judge_options_are_read_and_type_checked(write, tmp_path):
         ("judge_options: {sample: 3}\n", "unknown judge option 'sample'"),
         ("judge_options: {samples: 2.5}\n", "judge option 'samples' must be a whole number"),
         ("judge_options: {samples: true}\n", "judge option 'samples' must be a whole number"),
+        ("judge_options: {samples: many}\n", "'samples' must be a whole number or auto"),
         ("judge_options: {timeout: fast}\n", "judge option 'timeout' must be a number"),
         ("judge_options: {constrain_answers: 1}\n", "'constrain_answers' must be true or false"),
     ],

@@ -164,7 +164,7 @@ def test_the_judge_sees_the_request_and_context_and_a_baseline_records_the_input
     ]
     assert users and all(REQUEST in u and PASSAGE in u for u in users)
     data = json.loads((project / "baselines" / "suite.json").read_text())
-    assert data["format"] == 7
+    assert data["format"] == 8
     digest = data["artifacts"]["dup"]["input"]
     assert digest == Artifact("x", input=REQUEST).input_digest
     assert baseline_from_data(data, source="b").artifacts["dup"].input == digest

@@ -59,7 +59,7 @@ def test_accept_records_then_the_same_replies_conform(project):
     accepted.assert_outcomes(passed=4)
     accepted.stdout.fnmatch_lines(["*4 accepted*", "*recorded 4 artifact(s) -> *pytest.json"])
     data = _recorded(project)
-    assert data["format"] == 7 and set(data["artifacts"]) == {"dup", "large", "roam", "late"}
+    assert data["format"] == 8 and set(data["artifacts"]) == {"dup", "large", "roam", "late"}
     checked = project.runpytest("-q")
     checked.assert_outcomes(passed=4)
     checked.stdout.fnmatch_lines(["*canon baselines (pytest): 4 checked: 4 conforms*"])

@@ -18,6 +18,7 @@ from canon.check.provenance import (
     read_as_recorded,
     reads_probabilities,
     refuse_alias,
+    samples_asked,
 )
 from canon.check.runner import (
     ProgressCallback,
@@ -137,6 +138,7 @@ def baseline_from_run(plan: ScoringPlan, confirmation: Confirmation) -> Baseline
         inputs=confirmation.inputs,
         answered_by=answering_models(plan.judge),
         logprobs=reads_probabilities((plan.judge, plan.confirm_judge)),
+        samples=samples_asked((plan.judge, plan.confirm_judge)),
     )
 
 

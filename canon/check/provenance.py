@@ -8,6 +8,8 @@ with an old judge's baseline reports the judges' differences as the agent's regr
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 from canon.core.baseline import Baseline
 from canon.errors import BaselineError, ConfigError
@@ -87,18 +89,40 @@ def reads_probabilities(judges: Sequence[Judge | None]) -> bool | None:
     return None
 
 
+def samples_asked(judges: Sequence[Judge | None]) -> int | None:
+    """How many answers an ask the first model judge of ``judges`` asked for (None: none
+    has such a setting), for the baseline to say."""
+    for judge in judges:
+        found = None if judge is None else getattr(innermost(judge), "samples", None)
+        if isinstance(found, int) and not isinstance(found, bool):
+            return found
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class ReadAsRecorded:
+    """A model judge set to read its answers as its baseline's judge did, for a check to say."""
+
+    judge: str  # the judge's name
+    labels: bool  # it reads labels alone, not the log-probabilities it would by default
+    samples: int | None  # it asks this many answers an ask, not its default; None: unchanged
+
+
 def read_as_recorded(
     judges: Sequence[Judge | None], baseline: Baseline, *, source: str = "the baseline"
-) -> list[str]:
+) -> list[ReadAsRecorded]:
     """Have model judges read their answers as ``baseline``'s judge did: from labels alone or
-    from log-probabilities. A distribution puts some mass below a sure label, so scores read
-    one way do not compare with scores read the other (every score would seem to drop).
+    from log-probabilities, and from one answer an ask or several. A distribution puts some
+    mass below a sure label, so scores read one way do not compare with scores read another
+    (every score would seem to drop).
 
     A judge whose ``logprobs`` is ``auto`` reads labels against a baseline judged from labels
-    (or older than format 7, when judges read labels unless told otherwise); its name is
-    returned, so a check can say so and that ``canon accept`` records the probabilities. A
-    judge told ``true`` or ``false`` against a baseline recorded the other way is refused
-    (``JudgeChangedError``, exit 2), as a changed judge is."""
+    (or older than format 7, when judges read labels unless told otherwise), and one whose
+    ``samples`` is ``auto`` asks as many answers an ask as the baseline says (one, before
+    format 8); each such change is returned, so a check can say so and that ``canon accept``
+    records the judge's default reading. A judge told ``logprobs`` or ``samples`` against a
+    baseline recorded another way is refused (``JudgeChangedError``, exit 2), as a changed
+    judge is."""
     changed = []
     for judge in judges:
         if judge is None:
@@ -107,25 +131,54 @@ def read_as_recorded(
         setting = getattr(inner, "logprobs", None)
         if setting not in (True, False, "auto"):
             continue  # no such setting: a scripted or decision judge
+        labels = False
         if setting == "auto":
             # Only a judge that would read probabilities has anything to change; asked only
             # then, since knowing may mean asking litellm's tables (an import of seconds).
             if baseline.logprobs is not True and reads_probabilities((judge,)):
                 inner.read_labels()
-                for layer in wrapped(judge):
-                    renew = getattr(layer, "renew_identity", None)
-                    if renew is not None:
-                        renew()
-                changed.append(judge.name)
-            continue
-        if baseline.logprobs is None or setting == baseline.logprobs:
-            continue  # a baseline that does not say, or one read the same way
-        ways = {True: "log-probabilities", False: "labels alone"}
-        raise JudgeChangedError(
-            f"judge changed ({source} was judged from {ways[baseline.logprobs]}, and "
-            f"{judge.name} reads {ways[setting]} in this run: their scores do not compare): "
-            "run canon accept to record a baseline read this way"
-            + ("" if baseline.logprobs else ", or set judge_options logprobs: auto")
-            + "; no regression was looked for"
-        )
+                labels = True
+        elif baseline.logprobs is not None and setting != baseline.logprobs:
+            ways = {True: "log-probabilities", False: "labels alone"}
+            raise JudgeChangedError(
+                f"judge changed ({source} was judged from {ways[baseline.logprobs]}, and "
+                f"{judge.name} reads {ways[setting]} in this run: their scores do not "
+                "compare): run canon accept to record a baseline read this way"
+                + ("" if baseline.logprobs else ", or set judge_options logprobs: auto")
+                + "; no regression was looked for"
+            )
+        samples = _sample_as_recorded(inner, judge.name, baseline, source)
+        if labels or samples is not None:
+            for layer in wrapped(judge):
+                renew = getattr(layer, "renew_identity", None)
+                if renew is not None:
+                    renew()
+            changed.append(ReadAsRecorded(judge.name, labels, samples))
     return changed
+
+
+def _sample_as_recorded(inner: Any, name: str, baseline: Baseline, source: str) -> int | None:
+    """Set a judge at ``samples: auto`` to the baseline's answers an ask, returning them when
+    that changed its default; refuse one set to another number than the baseline says."""
+    sampling = getattr(inner, "sampling", None)
+    recorded = baseline.samples
+    if sampling != "auto":
+        if recorded is None or sampling is None or sampling == recorded:
+            return None
+        raise JudgeChangedError(
+            f"judge changed ({source} was judged asking {_answers(recorded)} an ask, and "
+            f"{name} asks {_answers(sampling)} in this run: their scores do not compare): run "
+            "canon accept to record a baseline judged this way, or set judge_options samples: "
+            f"{recorded}; no regression was looked for"
+        )
+    wanted = 1 if recorded is None else recorded
+    if wanted == 1 and baseline.logprobs is True:
+        return None  # it reads probabilities as the baseline did: one answer, as auto asks
+    if inner.samples == wanted:
+        return None
+    inner.sample_as(wanted)
+    return wanted
+
+
+def _answers(count: int) -> str:
+    return "one answer" if count == 1 else f"{count} answers"

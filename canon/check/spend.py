@@ -526,7 +526,10 @@ def estimate_requests(
             if window is not None and tokens > window and key not in oversized:
                 oversized.add(key)  # said once per artifact, as the online path says it
                 notices.context_overflow(judge.model, tokens, window, key)
-        completion = len(asked) * judge.samples * completion_guess(judge)
+        samples = judge.samples
+        completion = len(asked) * samples * completion_guess(judge)
+        if samples > 1 and not judge.takes_n:  # each further sample a request of its own
+            prompt *= samples
         price = price_of(litellm, judge.model, prompt, completion, batch=batch)
         prompt_tokens += prompt
         completion_tokens += completion

@@ -10,7 +10,7 @@ from pathlib import Path
 import click
 
 from canon.check.pipeline import baseline_from_run, compare_run
-from canon.check.provenance import read_as_recorded, refuse_alias
+from canon.check.provenance import ReadAsRecorded, read_as_recorded, refuse_alias
 from canon.check.spend import run_usage
 from canon.cli.alignment_check import check_alignment, load_alignment, refuse_changed_judge
 from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
@@ -193,13 +193,8 @@ def check(
     baseline = read_baseline(path, suite_name=suite.stem)
     require_same_rubric(baseline, plan.rubric, source=shown(path))
     refuse_changed_judge(baseline, plan, shown(path))
-    for name in read_as_recorded((plan.judge, plan.confirm_judge), baseline, source=shown(path)):
-        click.echo(
-            f"canon: {shown(path)} was judged from labels alone, so {name} reads labels in "
-            'this check too; run "canon accept" to record its probabilities (logprobs: auto, '
-            "docs/judge.md)",
-            err=True,
-        )
+    for change in read_as_recorded((plan.judge, plan.confirm_judge), baseline, source=shown(path)):
+        click.echo(as_recorded_notice(change, shown(path)), err=True)
     recorded_alignment = load_alignment(path)
     left_out = 0
     if select or limit is not None:
@@ -301,6 +296,23 @@ def read_baseline(path: Path, *, suite_name: str) -> Baseline:
     """Read and validate a suite's baseline file (the baseline store's reader)."""
     return read_suite_baseline(
         path, shown=shown(path), name=suite_name, record='run "canon accept"'
+    )
+
+
+def as_recorded_notice(change: ReadAsRecorded, source: str) -> str:
+    """What a check says of a judge set to read its answers as its baseline's were read."""
+    ways, settings = [], []
+    if change.labels:
+        ways.append("from labels alone")
+        settings.append("logprobs: auto")
+    if change.samples is not None:
+        count = "one answer" if change.samples == 1 else f"{change.samples} answers"
+        ways.append(f"from {count} an ask")
+        settings.append("samples: auto")
+    return (
+        f"canon: {source} was judged {' and '.join(ways)}, so {change.judge} reads its answers "
+        f'that way in this check too; run "canon accept" to record them as it reads them by '
+        f"default ({', '.join(settings)}, docs/judge.md)"
     )
 
 

@@ -11,16 +11,18 @@ from canon.core.rubric import Question, Rubric
 from canon.core.scoring import ArtifactResult, CellState
 from canon.errors import BaselineError
 
-BASELINE_FORMAT = 7
+BASELINE_FORMAT = 8
 LEGACY_FORMAT = 1  # overall score and gate per artifact only; no per-question rows
 # Format 2 has per-question rows without the answer distribution or the number of asks;
 # format 3 has no text digest (its texts are "unknown": never treated as unchanged);
 # format 4 has no input digest (its artifacts answered no recorded request).
-READABLE_FORMATS = (1, 2, 3, 4, 5, 6, 7)
+READABLE_FORMATS = (1, 2, 3, 4, 5, 6, 7, 8)
 INPUT_FORMAT = 5  # from here a record may hold the digest of the request it answered
 ANSWERED_FORMAT = 6  # from here a baseline may name the models that answered (decision judges)
 # From here a baseline may say whether its model judge read the answers' log-probabilities.
 READING_FORMAT = 7
+# From here it may also say how many answers its model judge asked for an ask (``samples``).
+SAMPLES_FORMAT = 8
 SETTLED_FORMAT = 4  # from here accept asks every question twice before recording it
 
 _STATES: frozenset[str] = frozenset({"answered", "na", "unscored", "refused"})
@@ -29,6 +31,7 @@ _TOP_KEYS = frozenset({"format", "rubric", "judge", "constitution", "threshold",
 # Written only when the judge's responses named the model that answered (format 6).
 _OPTIONAL_TOP_KEYS = frozenset({"answered_by"})
 _READING_KEYS = frozenset({"logprobs"})  # format 7: written for a model judge
+_SAMPLES_KEYS = frozenset({"samples"})  # format 8: written for a model judge
 _RECORD_KEYS = frozenset({"score", "gated", "canon", "stopped_by", "questions"})
 _RECORD_KEYS_4 = _RECORD_KEYS | {"digest"}
 # Written only for an artifact judged over several responses (repeated agent runs).
@@ -92,6 +95,10 @@ class Baseline:
     # (False); None when the baseline does not say (a scripted or decision judge, or a
     # baseline older than format 7, when model judges read labels unless told otherwise).
     logprobs: bool | None = None
+    # How many answers the model judge asked for an ask (one, or several at a temperature
+    # whose shares are the distribution); None when the baseline does not say (a scripted or
+    # decision judge, or a baseline older than format 8, when it was one unless set).
+    samples: int | None = None
 
     @property
     def legacy(self) -> bool:
@@ -120,6 +127,7 @@ def baseline_from_results(
     inputs: Mapping[str, str] | None = None,
     answered_by: Sequence[str] = (),
     logprobs: bool | None = None,
+    samples: int | None = None,
 ) -> Baseline:
     """Record a run as a baseline in the current format.
 
@@ -127,7 +135,8 @@ def baseline_from_results(
     ``replicates`` says how many responses an artifact's first answers pooled; one by default.
     ``inputs`` gives the digest of each artifact's input (the request it answered).
     ``answered_by`` names the models the judge's responses said answered, if any;
-    ``logprobs`` whether a model judge read its answers from log-probabilities.
+    ``logprobs`` whether a model judge read its answers from log-probabilities, ``samples``
+    how many answers it asked for an ask.
     """
     artifacts: dict[str, ArtifactRecord] = {}
     for result in results:
@@ -167,6 +176,7 @@ def baseline_from_results(
         artifacts=artifacts,
         answered_by=tuple(sorted(set(answered_by))) or None,
         logprobs=logprobs,
+        samples=samples,
     )
 
 
@@ -184,6 +194,8 @@ def baseline_to_data(baseline: Baseline) -> dict[str, Any]:
         data["answered_by"] = list(baseline.answered_by)
     if baseline.logprobs is not None:
         data["logprobs"] = baseline.logprobs
+    if baseline.samples is not None:
+        data["samples"] = baseline.samples
     data["constitution"] = baseline.constitution
     data["threshold"] = baseline.threshold
     data["artifacts"] = {key: _record_data(r) for key, r in baseline.artifacts.items()}
@@ -243,6 +255,7 @@ def baseline_from_data(data: object, *, source: str) -> Baseline:
     legacy = version == LEGACY_FORMAT
     known = _TOP_KEYS | (_OPTIONAL_TOP_KEYS if version >= ANSWERED_FORMAT else frozenset())
     known |= _READING_KEYS if version >= READING_FORMAT else frozenset()
+    known |= _SAMPLES_KEYS if version >= SAMPLES_FORMAT else frozenset()
     unknown = sorted(str(k) for k in data if k not in known)
     if unknown:
         raise BaselineError(f"{source}: unknown key(s) {', '.join(map(repr, unknown))}")
@@ -280,6 +293,7 @@ def baseline_from_data(data: object, *, source: str) -> Baseline:
         },
         answered_by=_answered_by(data.get("answered_by"), f"{source}: 'answered_by'"),
         logprobs=_flag(data["logprobs"], f"{source}: 'logprobs'") if "logprobs" in data else None,
+        samples=_count(data["samples"], f"{source}: 'samples'") if "samples" in data else None,
     )
 
 
@@ -410,6 +424,12 @@ def _fraction(value: object, where: str) -> float:
 
 def _optional_fraction(value: object, where: str) -> float | None:
     return None if value is None else _fraction(value, where)
+
+
+def _count(value: object, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise BaselineError(f"{where} must be a whole number >= 1, got {_kind(value)}")
+    return value
 
 
 def _flag(value: object, where: str) -> bool:

@@ -152,6 +152,17 @@ def refuses_logprobs(exc: Exception) -> bool:
     return status in (400, 422) and "logprob" in str(exc).lower()
 
 
+def refuses_n(exc: Exception) -> bool:
+    """Whether a failed call says the endpoint gives one answer a request (its ``n``, as
+    llama.cpp's server answers: "Field 'n': Value must be between 1 <= value <= 1")."""
+    status = getattr(exc, "status", getattr(exc, "status_code", None))
+    return status in (400, 422) and _NAMES_N.search(str(exc)) is not None
+
+
+# ``n`` named as a field or parameter: quoted, or after "field"/"parameter"
+_NAMES_N = re.compile(r"""['"`]n['"`]|\b(?:field|parameter|param)\s+n\b""", re.IGNORECASE)
+
+
 def rejected(model: str, detail: str) -> JudgeRejectedError:
     """The error for a request the provider refused as sent (a client error, exit 2)."""
     return JudgeRejectedError(

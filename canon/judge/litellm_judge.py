@@ -22,7 +22,9 @@ comes from the labels' token probabilities (canon.judge.answer_formats). Both de
 ``auto``: asked for where litellm says the model takes them (any OpenAI-compatible endpoint
 on the direct path), and dropped for the rest of the run if the endpoint refuses them. The
 probabilities cost nothing and show a judge that is split about an answer in one look, where
-a label alone would look as sure as any other. The request is built
+a label alone would look as sure as any other. A judge that reads labels alone instead samples
+(``samples: auto``): three answers an ask at the re-ask temperature, their shares the
+distribution, so a judge split about an answer shows it there too. The request is built
 in canon.judge.request_body, failures are sorted in canon.judge.failures, and replies are read
 in canon.judge.replies.
 """
@@ -55,6 +57,7 @@ from canon.judge.failures import (
     classify_direct,
     classify_litellm,
     refuses_logprobs,
+    refuses_n,
     refuses_schema,
     timed_out,
 )
@@ -63,6 +66,7 @@ from canon.judge.litellm_module import (
     load_litellm,
     missing_api_keys,
     supports_logprobs,
+    supports_n,
     supports_schema,
 )
 from canon.judge.prompt_cache import mark_shared_prefix
@@ -91,6 +95,12 @@ _FORMAT_HINT = (
 # Questions with only unreadable replies, and none readable yet, before the run stops.
 FORMAT_STRIKES = 3
 
+# Answers an ask of ``samples: auto`` when the judge reads labels alone. One label shows
+# nothing of a judge split about it: a judge at 50/50 on a changed reply reads it as fine in
+# every look one time in eight at one look each, and in one time in 500 at three samples
+# (bench_deterministic_evidence, coin and coin-s3).
+AUTO_SAMPLES = 3
+
 Transport = Literal["auto", "litellm", "direct"]
 _TRANSPORTS = ("auto", "litellm", "direct")
 
@@ -102,7 +112,7 @@ class LiteLLMJudge:
         self,
         model: str,
         *,
-        samples: int = 1,
+        samples: int | Literal["auto"] = "auto",
         temperature: float = 0.0,
         timeout: float = 30,
         max_attempts: int = 3,
@@ -120,7 +130,8 @@ class LiteLLMJudge:
     ) -> None:
         if not isinstance(model, str) or "/" not in model.strip("/"):
             raise UsageError(f"LiteLLMJudge model must look like provider/model, got {model!r}")
-        _check_number("samples", samples, minimum=1, whole=True)
+        if samples != "auto":
+            _check_number("samples", samples, minimum=1, whole=True)
         _check_number("max_attempts", max_attempts, minimum=1, whole=True)
         _check_number("timeout", timeout, minimum=0.001)
         _check_number("temperature", temperature, minimum=0.0)
@@ -141,7 +152,9 @@ class LiteLLMJudge:
                 f"LiteLLMJudge transport must be one of {', '.join(_TRANSPORTS)}, got {transport!r}"
             )
         self.model = model.strip()
-        self.samples = samples
+        # The setting: a number, or "auto" (one answer when it reads log-probabilities, else
+        # AUTO_SAMPLES); ``samples`` is what it comes to.
+        self.sampling: int | Literal["auto"] = samples
         self.temperature = float(temperature)
         # Confirmation re-asks (request.variant > 0) sample at least this hot: at temperature
         # 0 a re-ask would replay the first answer and confirm nothing.
@@ -162,6 +175,7 @@ class LiteLLMJudge:
         self._direct: Any = None  # a canon.judge.openai_http.DirectOpenAI when used
         self._structured = False  # decided on the first question
         self._logprobs = False  # decided on the first question
+        self._one_a_request = False  # the endpoint refused ``n``: each sample is a request
         # Set when a question just used up its attempts on a transient failure; until a call
         # succeeds again, other questions try once instead of waiting out the full backoff,
         # so an outage costs one backoff cycle per run rather than one per question.
@@ -180,13 +194,37 @@ class LiteLLMJudge:
         return self.model
 
     def __repr__(self) -> str:
-        return f"LiteLLMJudge({self.model!r}, samples={self.samples})"
+        return f"LiteLLMJudge({self.model!r}, samples={self.sampling!r})"
 
     @property
     def deterministic(self) -> bool:
         """Whether a re-ask replays the first answer: both temperatures are 0, so asking the
         same prompt again is no new evidence (canon.judge.base.is_deterministic)."""
         return max(self.temperature, self.reask_temperature) == 0.0
+
+    @property
+    def samples(self) -> int:
+        """Answers asked for per ask: the setting, or for ``auto`` one where the answer is
+        read from log-probabilities (or a re-ask would replay it: both temperatures 0) and
+        AUTO_SAMPLES where it is read from labels alone. Before the first call this may ask
+        litellm's tables whether the model gives log-probabilities (looked up once)."""
+        if self.sampling != "auto":
+            return self.sampling
+        if self.deterministic or self.reads_probabilities:
+            return 1
+        return AUTO_SAMPLES
+
+    @property
+    def sampled_by_default(self) -> bool:
+        """Whether ``samples: auto`` comes to several answers an ask (asked at the re-ask
+        temperature, since at temperature 0 they would be one answer)."""
+        return self.sampling == "auto" and self.samples > 1
+
+    def sample_as(self, count: int) -> None:
+        """Ask ``count`` answers an ask from now on, when ``samples`` is ``auto``: a check
+        against a baseline sampled so (canon.check.provenance.read_as_recorded)."""
+        if self.sampling == "auto":
+            self.sampling = count
 
     @property
     def reads_probabilities(self) -> bool:
@@ -217,6 +255,12 @@ class LiteLLMJudge:
             return self.logprobs is True
         return direct or supports_logprobs(self.model)
 
+    @property
+    def takes_n(self) -> bool:
+        """Whether one request gives all of an ask's samples (``n``): assumed of an
+        OpenAI-compatible endpoint on the direct path, else as litellm's tables say."""
+        return self._goes_direct(self._endpoint()) or supports_n(self.model)
+
     def read_labels(self) -> None:
         """Read answers from labels alone from now on, when ``logprobs`` is ``auto``: a
         check against a baseline judged so (canon.check.provenance.read_as_recorded)."""
@@ -235,7 +279,8 @@ class LiteLLMJudge:
         }
         return {
             "model": self.model,
-            "samples": self.samples,
+            # the setting, not what it comes to: knowing may mean importing litellm
+            "samples": self.sampling,
             "temperature": self.temperature,
             "reask_temperature": self.reask_temperature,
             "max_tokens": self.max_tokens,
@@ -390,7 +435,7 @@ class LiteLLMJudge:
                 load_litellm(), self.model, messages, request.prefix_shares
             )
         temperature = self.temperature
-        if request.variant > 0:
+        if request.variant > 0 or self.sampled_by_default:
             temperature = max(temperature, self.reask_temperature)
         return request_body(
             messages,
@@ -417,43 +462,57 @@ class LiteLLMJudge:
 
     async def _sample(self, body: dict[str, Any]) -> Completion:
         """``samples`` replies: one request asking for n, topped up if the provider gave fewer."""
-        completion = await self._complete(body, self.samples)
+        completion, body = await self._complete(body, self.samples)
         replies = list(completion.replies)
-        # The provider ignored ``n``: ask for the rest one at a time, at most once each, and
-        # stop at the first request that brings nothing (an endpoint answering with no
-        # choices at all would otherwise be asked forever, outside every limit).
-        for _ in range(self.samples - len(replies) if replies else 0):
-            more = (await self._complete(body, 1)).replies
+        count = self.samples  # more than asked when refused logprobs turned sampling on
+        # The provider ignored ``n`` (or refused logprobs, so an ask for one became an ask
+        # for several): ask for the rest, at most one request a missing answer, and stop at
+        # the first request that brings nothing (an endpoint answering with no choices at
+        # all would otherwise be asked forever, outside every limit).
+        for _ in range(count - len(replies) if replies else 0):
+            if len(replies) >= count:
+                break
+            more = (await self._complete(body, count - len(replies)))[0].replies
             if not more:
                 break
             replies.extend(more)
-        return Completion(replies[: self.samples], completion.usage)
+        return Completion(replies[:count], completion.usage)
 
-    async def _complete(self, fields: dict[str, Any], n: int) -> Completion:
+    async def _complete(self, fields: dict[str, Any], n: int) -> tuple[Completion, dict[str, Any]]:
+        """The completion, and the fields that got it (without what the endpoint refused)."""
         while True:
             try:
-                return await self._request(fields, n)
+                return await self._request(fields, n), fields
             except Exception as exc:
-                dropped = self._drop_refused(fields, exc)
+                dropped = self._drop_refused(fields, exc, n)
                 if dropped is None:
                     raise
                 fields = dropped
 
-    def _drop_refused(self, fields: dict[str, Any], exc: Exception) -> dict[str, Any] | None:
+    def _drop_refused(
+        self, fields: dict[str, Any], exc: Exception, n: int = 1
+    ) -> dict[str, Any] | None:
         """The request without what the endpoint said it does not take, for the rest of the
-        run: a JSON schema (asked in text instead), or log-probabilities that ``auto`` asked
-        for (answered by label instead); None when the failure is not such a refusal."""
+        run: a JSON schema (asked in text instead), several answers a request (``n``: one a
+        request instead, topped up), or log-probabilities that ``auto`` asked for (answered by
+        label instead); None when the failure is not such a refusal."""
         if "response_format" in fields and refuses_schema(exc):
             self._structured = False
             return {k: v for k, v in fields.items() if k != "response_format"}
+        if n > 1 and not self._one_a_request and refuses_n(exc):
+            self._one_a_request = True  # the samples are asked one a request instead
+            return fields
         if self.logprobs == "auto" and "logprobs" in fields and refuses_logprobs(exc):
             self._logprobs = False
-            return {k: v for k, v in fields.items() if k not in ("logprobs", "top_logprobs")}
+            fields = {k: v for k, v in fields.items() if k not in ("logprobs", "top_logprobs")}
+            if self.sampled_by_default:  # labels alone: ``samples: auto`` now samples
+                fields["temperature"] = max(fields.get("temperature", 0.0), self.reask_temperature)
+            return fields
         return None
 
     async def _request(self, fields: dict[str, Any], n: int) -> Completion:
         body = dict(fields)
-        if n > 1:
+        if n > 1 and not self._one_a_request:
             body["n"] = n
         guard = self.spend_guard
         # Every request, retries and top-ups included, reserves its cost first: a budget

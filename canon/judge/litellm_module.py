@@ -76,6 +76,7 @@ class ModelFacts:
     priced: bool  # the price table has the model's per-token prices
     supports_schema: bool  # it takes ``response_format`` with a JSON schema
     supports_logprobs: bool  # it returns the answer's log-probabilities (``logprobs``)
+    supports_n: bool  # one request gives several answers (``n``), billed for one prompt
 
 
 @functools.lru_cache(maxsize=64)
@@ -97,13 +98,15 @@ def model_facts(model: str) -> ModelFacts:
     try:
         params = litellm.get_supported_openai_params(model=model) or ()
         logprobs = "logprobs" in params and "top_logprobs" in params
+        several = "n" in params
     except Exception:  # unknown to litellm: ask for no more than a plain answer
-        logprobs = False
+        logprobs = several = False
     return ModelFacts(
         provider=provider,
         priced=info.get("input_cost_per_token") is not None,
         supports_schema=schema,
         supports_logprobs=logprobs,
+        supports_n=several,
     )
 
 
@@ -116,6 +119,12 @@ def supports_logprobs(model: str) -> bool:
     """Whether litellm passes ``logprobs`` and ``top_logprobs`` to ``model``'s provider
     (looked up once)."""
     return model_facts(model).supports_logprobs
+
+
+def supports_n(model: str) -> bool:
+    """Whether litellm passes ``n`` to ``model``'s provider: several answers for one prompt
+    (looked up once); without it each further sample is a request of its own."""
+    return model_facts(model).supports_n
 
 
 def missing_api_keys(litellm: Any, model: str) -> list[str]:

@@ -32,7 +32,7 @@ OtelMode = Literal["off", "on", "strict"]  # whether runs send their results as 
 _PATH_KEYS = ("constitution_path", "baselines_dir", "suite", "policy")
 # Settings passed through to the model judge (canon.judge.litellm_judge.LiteLLMJudge).
 JUDGE_OPTIONS = {
-    "samples": int,
+    "samples": object,  # a whole number or "auto": checked below
     "temperature": float,
     "reask_temperature": float,
     "timeout": float,
@@ -333,6 +333,8 @@ def _judge_options(raw: object, source: Path, setting: str = "judge_options") ->
                 f"{did_you_mean([str(key)], JUDGE_OPTIONS)}; known options are "
                 f"{', '.join(sorted(JUDGE_OPTIONS))}"
             )
+        if key == "samples":
+            kind = object if value == "auto" else int
         fits = (
             kind is object
             or (kind is str and isinstance(value, str))
@@ -347,9 +349,15 @@ def _judge_options(raw: object, source: Path, setting: str = "judge_options") ->
             wanted = {bool: "true or false", int: "a whole number", float: "a number"}.get(
                 kind, "text"
             )
+            if key == "samples":
+                wanted = "a whole number or auto"
             raise ConfigError(f"{source}: {label} {key!r} must be {wanted}, got {value!r}")
         bounds = JUDGE_OPTION_BOUNDS.get(str(key))
-        if bounds is not None and not (math.isfinite(value) and bounds[0] <= value <= bounds[1]):
+        if (
+            bounds is not None
+            and value != "auto"
+            and not (math.isfinite(value) and bounds[0] <= value <= bounds[1])
+        ):
             raise ConfigError(
                 f"{source}: {label} {key!r} must be between {bounds[0]} and "
                 f"{bounds[1]}, got {value!r}"

@@ -112,7 +112,12 @@ def test_an_endpoint_that_refuses_logprobs_is_asked_for_labels_for_the_rest_of_t
     judge = make_judge(structured_output=False)
     assert _answer(judge, ask(questions["mission"])).distribution == {"yes": 1.0}
     assert _answer(judge, ask(questions["scope"])).distribution == {"yes": 1.0}
-    assert ["logprobs" in body for body in fake_llm.requests] == [True, False, False]
+    # read from labels alone, it samples (samples: auto): the refused question's one answer
+    # topped up with two, then three answers a request, hot enough to differ
+    assert ["logprobs" in body for body in fake_llm.requests] == [True, False, False, False]
+    assert [body.get("n", 1) for body in fake_llm.requests] == [1, 1, 2, 3]
+    assert all(body["temperature"] == 0.7 for body in fake_llm.requests[1:])
+    assert judge.samples == 3
 
 
 def test_logprobs_asked_for_by_name_and_refused_are_an_error_not_dropped(
@@ -135,6 +140,32 @@ def test_a_model_litellm_says_gives_no_logprobs_is_not_asked_for_them(fake_llm, 
     )
     assert _answer(judge, ask(questions["mission"])).distribution == {"yes": 1.0}
     assert "logprobs" not in fake_llm.requests[-1]
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")  # pydantic, on litellm's mistral types
+@pytest.mark.parametrize(("samples", "requests"), [("auto", 3), (1, 1)])
+def test_a_judge_read_from_labels_samples_three_answers_and_shows_a_split(
+    fake_llm, ask, questions, samples, requests
+):
+    # Mistral's API gives no log-probabilities (and takes no n, so litellm drops it): by
+    # default each ask is three requests at the re-ask temperature, and a judge flipping a
+    # coin shows it in their shares; asked for one answer, it looks sure.
+    fake_llm.script(MISSION_Q, "ANSWER: yes", "ANSWER: no", "ANSWER: no")
+    judge = LiteLLMJudge(
+        "mistral/mistral-small",
+        api_base=fake_llm.base_url,
+        api_key="k",
+        structured_output=False,
+        samples=samples,
+    )
+    answer = _answer(judge, ask(questions["mission"]))
+    if samples == "auto":
+        assert answer.distribution == pytest.approx({"yes": 1 / 3, "no": 2 / 3})
+    else:
+        assert answer.distribution == {"yes": 1.0}
+    assert len(fake_llm.requests) == requests
+    hot = 0.7 if samples == "auto" else 0.0
+    assert all(body["temperature"] == hot for body in fake_llm.requests)
 
 
 def test_logprobs_locate_the_label_inside_a_json_reply(fake_llm, make_judge, ask, questions):

@@ -76,6 +76,29 @@ def test_logprobs_default_to_auto_and_take_only_true_false_or_auto():
             judge_from_spec("openai:gpt-4o", base_dir=EXAMPLES, options={"logprobs": value})
 
 
+def test_samples_default_to_auto_three_answers_an_ask_only_for_a_judge_reading_labels():
+    def judge(model: str, **options: object) -> LiteLLMJudge:
+        made = judge_from_spec(model, base_dir=EXAMPLES, options=options)
+        assert isinstance(made, LiteLLMJudge)
+        return made
+
+    endpoint = {"api_base": "http://127.0.0.1:9/v1"}
+    assert judge("openai:gpt-4o", **endpoint).sampling == "auto"
+    assert judge("openai:gpt-4o", **endpoint).samples == 1  # it gives log-probabilities
+    assert judge("openai:gpt-4o", logprobs=False, **endpoint).samples == 3
+    assert judge("openai:gpt-4o", logprobs=False, samples="auto", **endpoint).samples == 3
+    assert judge("openai:gpt-4o", logprobs=False, samples=1, **endpoint).samples == 1
+    # a judge whose re-asks replay the first answer: more answers would be the same answer
+    still = judge("openai:gpt-4o", logprobs=False, reask_temperature=0.0, **endpoint)
+    assert still.samples == 1
+    # litellm's tables: Mistral's API gives no log-probabilities and takes no n
+    mistral = judge("mistral:mistral-small-latest")
+    assert (mistral.samples, mistral.takes_n) == (3, False)
+    for value in ("three", "Auto", 0, 1.5, None):
+        with pytest.raises(ConfigError, match=r"samples"):
+            judge_from_spec("openai:gpt-4o", base_dir=EXAMPLES, options={"samples": value})
+
+
 def test_judge_options_on_a_scripted_judge_are_refused():
     with pytest.raises(ConfigError, match="apply to model judges only"):
         judge_from_spec("mock:judge-script.yaml", base_dir=EXAMPLES, options={"samples": 2})

@@ -106,4 +106,6 @@ def test_an_anthropic_judge_run_fetches_no_remote_config(
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "{'yes': 1.0}"
-    assert seen == [("POST", "/v1/messages")]  # the question, and no download
+    # the question, three answers to it (Anthropic gives labels alone, and takes no n:
+    # samples: auto asks each in a request of its own), and no download
+    assert seen == [("POST", "/v1/messages")] * 3

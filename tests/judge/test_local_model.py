@@ -111,7 +111,9 @@ def test_the_local_model_answers_with_an_offered_label_or_leaves_the_cell_unscor
 
 @pytest.mark.slow
 def test_with_constrained_answers_the_local_model_labels_every_question(local_model, requests):
-    results = _ask_all(_judge(local_model, constrain_answers=True, logprobs=False), requests)
+    # one answer an ask: labels read alone, every one a single label
+    judge = _judge(local_model, constrain_answers=True, logprobs=False, samples=1)
+    results = _ask_all(judge, requests)
     for request in requests:
         answer = results[request.question.id]
         assert isinstance(answer, Answer), answer
@@ -121,7 +123,7 @@ def test_with_constrained_answers_the_local_model_labels_every_question(local_mo
 
 @pytest.mark.slow
 def test_with_a_json_schema_the_local_model_labels_every_question(local_model, requests):
-    judge = _judge(local_model, structured_output=True, max_tokens=None, logprobs=False)
+    judge = _judge(local_model, structured_output=True, max_tokens=None, logprobs=False, samples=1)
     results = _ask_all(judge, requests)
     for request in requests:
         answer = results[request.question.id]
@@ -197,3 +199,20 @@ def test_canon_score_reaches_a_verdict_with_the_local_model_in_a_real_process(
         assert cell.get("error") is None, (qid, cell)
         assert cell["state"] != "unscored", (qid, cell)
     assert document["summary"]["unscored_questions"] == 0
+
+
+@pytest.mark.slow
+def test_read_from_labels_the_local_model_is_sampled_one_answer_a_request(local_model, requests):
+    # llama.cpp's server gives one answer a request (it refuses n above 1 with a 400): by
+    # default a judge reading labels alone asks three answers an ask, so each is a request
+    # of its own, and the answer is their shares.
+    judge = _judge(local_model, constrain_answers=True, logprobs=False)
+    assert judge.samples == 3
+    results = _ask_all(judge, requests[:3])
+    for request in requests[:3]:
+        answer = results[request.question.id]
+        assert isinstance(answer, Answer), answer
+        assert set(answer.distribution) <= _labels(request.question)
+        assert sum(answer.distribution.values()) == pytest.approx(1.0)
+        assert all(round(3 * mass, 6).is_integer() for mass in answer.distribution.values())
+        assert answer.usage is not None and answer.usage.calls >= 3

@@ -7,8 +7,12 @@ sound, but its log-probabilities put half the mass on the other answer: a coin f
 label alone would hide (with ``logprobs: false`` this check conformed). By default Canon asks
 an OpenAI-compatible judge for its log-probabilities and sees the split.
 
-A baseline judged from labels alone (before ``logprobs: auto``) is checked reading labels, so
-the two compare; ``canon accept`` then records the probabilities.
+A judge that reads labels alone samples three answers an ask by default (``samples: auto``),
+and sees the same coin in their shares; with ``samples: 1`` that check conformed.
+
+A baseline judged from labels alone (before ``logprobs: auto``), or from one answer an ask
+(before ``samples: auto``), is checked reading its answers that way, so the two compare;
+``canon accept`` then records the judge's default reading.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from canon.check.provenance import JudgeChangedError, read_as_recorded
+from canon.check.provenance import JudgeChangedError, ReadAsRecorded, read_as_recorded
 from canon.core.baseline import Baseline
 from canon.judge.litellm_judge import LiteLLMJudge
 
@@ -37,12 +41,21 @@ P2_QUOTED = '"Hand any refund above 200 EUR'
 CONFIG = MODEL_JUDGE + "suite: one.yaml\njudge_cache: false\nbaselines_dir: baselines\n"
 
 
-def _judge(fake_llm: Any, *, split: bool) -> None:
+def _judge(fake_llm: Any, *, split: bool, coin: bool = False) -> None:
+    """Sure of every answer; with ``split`` its probabilities are half and half on the gate
+    and P2, and with ``coin`` its sampled labels about them alternate (a judge read from
+    labels alone, flipping a coin)."""
     fake_llm.rules.clear()
     top = {"yes": 0.5, "no": 0.5} if split else None
     for wording in GATE:
-        fake_llm.script(wording, "ANSWER: no", top=top)
-    fake_llm.script(P2_QUOTED, "ANSWER: yes", top=top)
+        fake_llm.script(
+            wording,
+            *(("ANSWER: no", "ANSWER: no", "ANSWER: yes") if coin else ("ANSWER: no",)),
+            top=top,
+        )
+    fake_llm.script(
+        P2_QUOTED, *(("ANSWER: yes", "ANSWER: no") if coin else ("ANSWER: yes",)), top=top
+    )
     fake_llm.script("", "ANSWER: yes")
 
 
@@ -67,6 +80,36 @@ def test_a_check_whose_judge_is_split_about_the_changed_reply_never_conforms(tmp
     assert "judge noise seen on re-asks: 16/32 = 50%" in checked.stdout
     asked = [body for body in fake_llm.requests if P2_QUOTED in str(body)]
     assert asked and all(body.get("logprobs") is True for body in asked)
+
+
+@pytest.mark.parametrize(("samples", "code"), [("auto", 6), ("1", 0)])
+def test_a_judge_read_from_labels_samples_and_sees_the_coin_it_flips(
+    tmp_path, fake_llm, samples, code
+):
+    # The judge gives no probabilities (logprobs: false: Anthropic, Bedrock, Mistral, Ollama
+    # give none) and flips a coin on the changed reply. By default it is asked three answers
+    # an ask, and their shares show the split; asked for one, its first looks read the reply
+    # as sound and the check conforms: the hole samples: auto closes.
+    project = _project(tmp_path, f"judge_options:\n  logprobs: false\n  samples: {samples}\n")
+    env = model_env(fake_llm.base_url)
+    _judge(fake_llm, split=False)
+    assert run_canon(project, "accept", "--quiet", env=env).returncode == 0
+    recorded = json.loads((project / "baselines" / "one.json").read_text())
+    assert (recorded["logprobs"], recorded["samples"]) == (False, 3 if samples == "auto" else 1)
+    (project / "one.yaml").write_text(CHANGED)
+    _judge(fake_llm, split=False, coin=True)
+    asked = len(fake_llm.requests)
+    checked = run_canon(project, "check", env=env)
+    assert checked.returncode == code, checked.stdout + checked.stderr
+    bodies = fake_llm.requests[asked:]
+    if samples == "auto":
+        assert "INCONCLUSIVE" in checked.stdout and "CONFORMS" not in checked.stdout
+        assert "stayed split" in checked.stdout
+        # three answers in one request, sampled: at temperature 0 they would be one answer
+        assert all(body.get("n") == 3 and body["temperature"] >= 0.7 for body in bodies)
+    else:
+        assert "CONFORMS" in checked.stdout
+        assert all("n" not in body for body in bodies)
 
 
 def test_the_same_judge_sure_of_its_answers_lets_the_check_conform(tmp_path, fake_llm):
@@ -96,7 +139,10 @@ def test_a_baseline_judged_from_labels_is_checked_reading_labels_until_accepted_
     asked = len(fake_llm.requests)
     checked = run_canon(project, "check", env=env)
     assert checked.returncode == 0, checked.stdout + checked.stderr
-    assert "was judged from labels alone, so openai/fake-judge reads labels" in checked.stderr
+    assert (
+        "was judged from labels alone, so openai/fake-judge reads its answers that way"
+        in checked.stderr
+    )
     assert not any(body.get("logprobs") for body in fake_llm.requests[asked:])
     # accepted again, the baseline holds the judge's probabilities, and checks read them
     assert run_canon(project, "accept", "--quiet", env=env).returncode == 0
@@ -137,21 +183,63 @@ def _model_judge(logprobs: object) -> LiteLLMJudge:
 @pytest.mark.parametrize(
     ("recorded", "setting", "reads", "adapted"),
     [
-        (None, "auto", False, True),  # older than format 7: labels, so auto reads labels
-        (False, "auto", False, True),
-        (True, "auto", True, False),
-        (None, True, True, False),  # a judge told, a baseline that does not say: left alone
-        (None, False, False, False),
-        (True, True, True, False),
-        (False, False, False, False),
+        # older than format 7: labels, so auto reads labels, and (older than format 8) from
+        # one answer an ask, where samples: auto would ask three of a judge reading labels
+        (None, "auto", False, (True, 1)),
+        (False, "auto", False, (True, 1)),
+        (True, "auto", True, None),
+        (None, True, True, None),  # a judge told, a baseline that does not say: left alone
+        (None, False, False, (False, 1)),
+        (True, True, True, None),
+        (False, False, False, (False, 1)),
     ],
 )
 def test_a_judge_reads_as_its_baseline_was_read(recorded, setting, reads, adapted):
     judge = _model_judge(setting)
     baseline = Baseline(7, "cdt", "1.1.0", None, judge.name, None, 0.85, {}, logprobs=recorded)
     changed = read_as_recorded((judge, None), baseline)
-    assert changed == ([judge.name] if adapted else [])
+    assert changed == ([ReadAsRecorded(judge.name, *adapted)] if adapted else [])
     assert judge.reads_probabilities is reads
+    assert judge.samples == 1
+
+
+@pytest.mark.parametrize(
+    ("logprobs", "recorded", "setting", "asks", "pinned"),
+    [
+        # a judge reading labels at auto asks three answers; as many as its baseline says
+        (False, None, "auto", 1, 1),  # older than format 8: one answer an ask
+        (False, 1, "auto", 1, 1),
+        (False, 3, "auto", 3, None),
+        (False, 5, "auto", 5, 5),
+        (True, None, "auto", 1, None),  # reading probabilities: one answer, as recorded
+        (True, 1, "auto", 1, None),
+        (False, None, 3, 3, None),  # told, against a baseline that does not say: left alone
+        (False, 3, 3, 3, None),
+    ],
+)
+def test_a_judge_samples_as_its_baseline_was_sampled(logprobs, recorded, setting, asks, pinned):
+    judge = LiteLLMJudge(
+        "openai/fake-judge",
+        api_base="http://127.0.0.1:9/v1",
+        api_key="k",
+        logprobs=logprobs,
+        samples=setting,
+    )
+    baseline = Baseline(
+        8, "cdt", "1.1.0", None, judge.name, None, 0.85, {}, logprobs=logprobs, samples=recorded
+    )
+    changed = read_as_recorded((judge, None), baseline)
+    assert changed == ([ReadAsRecorded(judge.name, False, pinned)] if pinned else [])
+    assert judge.samples == asks
+
+
+def test_a_judge_told_another_number_of_samples_than_its_baseline_is_refused():
+    judge = LiteLLMJudge(
+        "openai/fake-judge", api_base="http://127.0.0.1:9/v1", api_key="k", samples=1
+    )
+    baseline = Baseline(8, "cdt", "1.1.0", None, judge.name, None, 0.85, {}, samples=3)
+    with pytest.raises(JudgeChangedError, match=r"b\.json was judged asking 3 answers an ask"):
+        read_as_recorded((judge,), baseline, source="b.json")
 
 
 @pytest.mark.parametrize(("recorded", "setting"), [(False, True), (True, False)])

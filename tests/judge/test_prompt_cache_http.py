@@ -98,7 +98,10 @@ def test_a_long_shared_prefix_is_marked_and_its_cached_tokens_reported(
     assert marked["cache_control"] == {"type": "ephemeral"}
     assert LONG_TEXT.strip() in marked["text"] and "QUESTION" not in marked["text"]
     assert answer.distribution == {"yes": 1.0}
-    assert answer.usage is not None and answer.usage.cached_tokens == 1200
+    # three answers (samples: auto: Anthropic gives no log-probabilities and takes no n),
+    # each a request reading the cached prefix
+    assert len(bodies) == 3 and all(_marked_blocks(body) for body in bodies)
+    assert answer.usage is not None and answer.usage.cached_tokens == 3 * 1200
 
 
 @pytest.mark.parametrize(
