@@ -368,7 +368,7 @@ def test_a_judge_split_on_a_cell_a_verdict_hangs_on_is_inconclusive_not_a_pass()
     text = render_check(comparison, baseline, suite="suite", path="b.json")
     assert "stayed split over its re-asks" in text
     # a sampling judge: its spread on the first ask would show the split
-    assert "judge_options samples: 3 with temperature: 0.7 (or a judge model that gives" in text
+    assert "set judge_options samples: 5 (a judge read from labels asks 3 answers" in text
     document = check_document(comparison, baseline, suite="suite", path="b.json")
     assert document["status"] == "inconclusive"
     assert any("stayed split" in line for line in json.loads(json.dumps(document))["inconclusive"])

@@ -115,7 +115,7 @@ class Calibration:
         if rate > MAX_SENSIBLE_FLIP_RATE:
             return (
                 f"this judge changes its answers often (flip_rate {rate:.2f}): confirmations "
-                "will need many re-asks; prefer a stronger judge, judge_options samples: 3, "
+                "will need many re-asks; prefer a stronger judge, judge_options samples: 5, "
                 "or logprobs"
             )
         if rate <= DEFAULT_FLIP_RATE:

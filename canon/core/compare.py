@@ -239,8 +239,8 @@ FIXES = (
 # several sampled answers a request) shows the split where one answer cannot (a coin on one
 # reply then never passes: docs/baselines.md).
 SAMPLES_FIX = (
-    "judge_options samples: 3 with temperature: 0.7 (or a judge model that gives logprobs, "
-    "which Canon asks for by default)"
+    "judge_options samples: 5 (a judge read from labels asks 3 answers an ask by default, and "
+    "one whose model gives logprobs is read from them)"
 )
 
 

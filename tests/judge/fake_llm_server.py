@@ -58,6 +58,7 @@ class FakeLLM:
         self.retry_after = "0"
         # True: a request asking for ``logprobs`` gets a 400 saying so, as Groq's API does
         self.refuse_logprobs = False
+        self.refuse_n = False  # True: a 400 for n above 1, in llama.cpp's server's words
         # With logprobs asked for: alternatives given at every other token too, as OpenAI
         # gives ``top_logprobs`` of them at each (0: none; benchmarks set it for real sizes)
         self.alternatives = 0
@@ -174,6 +175,12 @@ def _handler(state: FakeLLM) -> type[BaseHTTPRequestHandler]:
             body = json.loads(self.rfile.read(length) or b"{}")
             if not self.path.endswith("/chat/completions"):
                 self._send(404, {"error": {"message": "no such route"}})
+                return
+            if state.refuse_n and int(body.get("n") or 1) > 1:
+                with state._lock:
+                    state.requests.append(body)
+                message = "Field 'n': Value must be between 1 <= value <= 1"
+                self._send(400, {"error": {"code": 400, "message": message}})
                 return
             if state.refuse_logprobs and body.get("logprobs"):
                 with state._lock:

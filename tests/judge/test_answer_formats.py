@@ -120,6 +120,35 @@ def test_an_endpoint_that_refuses_logprobs_is_asked_for_labels_for_the_rest_of_t
     assert judge.samples == 3
 
 
+def test_an_endpoint_that_refuses_n_is_asked_one_answer_a_request_for_the_rest_of_the_run(
+    fake_llm, make_judge, ask, questions
+):
+    # llama.cpp's server gives one answer a request: a judge read from labels alone asks
+    # three (samples: auto), is refused once, and asks them one a request from then on.
+    fake_llm.refuse_n = True
+    fake_llm.script(MISSION_Q, "ANSWER: yes", "ANSWER: no", "ANSWER: no")
+    fake_llm.script("", "ANSWER: yes")
+    judge = make_judge(structured_output=False, logprobs=False)
+    answer = _answer(judge, ask(questions["mission"]))
+    assert answer.distribution == pytest.approx({"yes": 1 / 3, "no": 2 / 3})
+    assert _answer(judge, ask(questions["scope"])).distribution == {"yes": 1.0}
+    assert [body.get("n", 1) for body in fake_llm.requests] == [3, 1, 1, 1, 1, 1, 1]
+    assert all(body["temperature"] == 0.7 for body in fake_llm.requests)
+
+
+def test_a_refusal_of_n_is_told_from_other_refusals():
+    from canon.judge.failures import refuses_n
+
+    class Refused(Exception):
+        status = 400
+
+    assert refuses_n(Refused("Field 'n': Value must be between 1 <= value <= 1"))
+    assert refuses_n(Refused('Unsupported parameter: "n"'))
+    assert refuses_n(Refused("invalid parameter n: only 1 is supported"))
+    for other in ("'logprobs' is not supported", "n/a is not an answer", "bad request"):
+        assert not refuses_n(Refused(other))
+
+
 def test_logprobs_asked_for_by_name_and_refused_are_an_error_not_dropped(
     fake_llm, make_judge, ask, questions
 ):
