@@ -8,6 +8,9 @@ constitution plus one principle (11 questions, 3 wordings each), for Jev
 (one call per question, first ask only) at several list prices. Requests, input tokens and
 dollars side by side; the decision path's dollars over the LLM path's.
 
+Part 1 also prices the LLM path asking what one decision call asks (every question in every
+wording: 33 calls an artifact), like for like.
+
 Part 1b: the same, per command, from the estimate (the requests each would send before any
 re-ask a failure needs): ``canon score``, ``canon accept`` (the LLM path gives every answer a
 second look) and ``canon check`` of a fresh agent run (every text reworded: the LLM path gives
@@ -42,7 +45,7 @@ os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
 from canon.check.pipeline import baseline_from_run, score_run
 from canon.check.runner import DEFAULT_CONCURRENCY, ScoringPlan, score_artifacts
-from canon.check.spend import estimate_run
+from canon.check.spend import estimate_requests, estimate_run, pending_requests
 from canon.core.artifact import Artifact
 from canon.core.constitution import Principle
 from canon.core.scoring import Answer
@@ -149,6 +152,22 @@ def cost_table(count: int) -> None:
         for llm, other in rows[2:]:
             if estimate.cost and other.cost:
                 print(f"  {label} / {llm}: {estimate.cost / other.cost:.4f} of the dollars")
+    # Like for like: the LLM path asking what one decision call asks, every question in
+    # every wording (a first ask and two re-asks of each cell).
+    every = {(a.key, q.id): len(q.wordings) for a in items for q in first.questions}
+    print(f"the LLM path asking every wording too ({asked} calls an artifact):")
+    for model in LLMS:
+        plan = plan_for(LiteLLMJudge(model))
+        pending, cached, stopped = pending_requests(plan, items, every)
+        estimate = estimate_requests(plan, pending, cached=cached, stopped=stopped)
+        cost = "unknown" if estimate.cost is None else f"${estimate.cost:.4f}"
+        print(
+            f"{model:<22}{estimate.calls:>10}{estimate.prompt_tokens:>15}"
+            f"{estimate.completion_tokens:>12}{cost:>12}"
+        )
+        for label, mine in rows[:2]:
+            if mine.cost and estimate.cost:
+                print(f"  {label} / {model}: {mine.cost / estimate.cost:.4f} of the dollars")
 
 
 # The server runs in a child process, so its CPU (jevcompat hashes every option) never

@@ -47,11 +47,12 @@ and its label-only twin. At ``samples: auto`` a judge reading labels alone asks 
 an ask, so its default rows are the "3 samples an ask" ones: DM + that LLM as confirm judge,
 the sticky LLM with 1 response and 3 replicates (and with 1 sample, for comparison), the coin
 with 3 replicates, the 25 %-wrong LLM; and the sampling LLM accepted at one answer an ask and
-checked at ``auto`` (which then asks one, as recorded) or at 3 (not pinned: why it is). For a planted row, the runs that exit 0 are split by what the run
-could see: how many of them saw the judge disagree with itself about a000 (answers to its
-cells asked more than once, against each cell's majority) beyond the flip rate the rule
-assumes. The others are runs where every answer about a000 that was asked again agreed:
-nothing in them shows the coin.
+checked at ``auto`` (which then asks one, as recorded) or at 3 (not pinned: why it is).
+For a planted row, the runs that exit 0 are split by what the run could see: how many of
+them saw the judge disagree with itself about a000 (answers to its cells asked more than
+once, against each cell's majority) beyond the flip rate the rule assumes. The others are
+runs where every answer about a000 that was asked again agreed: nothing in them shows the
+coin.
 "Blocked": an unchanged suite's check exits 1 or 6. "Caught": exit 1 naming a000.
 "LLM cells": the share of the suite's cells the confirm judge was asked about in a check.
 "Requests": the check's requests to its judge (one request may hold several samples).
