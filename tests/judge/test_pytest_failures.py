@@ -128,3 +128,32 @@ def test_a_pytest_baseline_judged_from_labels_is_checked_reading_labels(project,
     asked = len(fake_llm.requests)
     project.runpytest_subprocess("-q").assert_outcomes(passed=1)
     assert all(body.get("logprobs") is True for body in fake_llm.requests[asked:])
+
+
+def test_a_pytest_baseline_judged_from_one_answer_an_ask_is_checked_asking_one(project, fake_llm):
+    # A judge read from labels asks three answers an ask by default (samples: auto); a
+    # baseline judged from one (before format 8, or samples: 1) is checked asking one, as
+    # the CLI does, and accepted again it records three.
+    fake_llm.script("contradict any part", "ANSWER: no")
+    fake_llm.script("", "ANSWER: yes")
+    project.makepyfile(test_agent=BASELINE_TESTS)
+    config = project.path / "canon.yaml"
+    labels = (
+        config.read_text()
+        .rstrip("\n")
+        .replace("{max_attempts: 2}", "{max_attempts: 2, logprobs: false}")
+    )
+    labels += "\nbaselines_dir: baselines\n"
+    config.write_text(labels.replace("logprobs: false", "logprobs: false, samples: 1"))
+    project.runpytest_subprocess("-q", "--canon-accept").assert_outcomes(passed=1)
+    recorded = project.path / "baselines" / "pytest.json"
+    assert '"samples": 1' in recorded.read_text()
+    config.write_text(labels)  # samples: auto
+    asked = len(fake_llm.requests)
+    project.runpytest_subprocess("-q").assert_outcomes(passed=1)
+    assert all(body.get("n", 1) == 1 for body in fake_llm.requests[asked:])
+    project.runpytest_subprocess("-q", "--canon-accept").assert_outcomes(passed=1)
+    assert '"samples": 3' in recorded.read_text()
+    asked = len(fake_llm.requests)
+    project.runpytest_subprocess("-q").assert_outcomes(passed=1)
+    assert all(body.get("n") == 3 for body in fake_llm.requests[asked:])
