@@ -166,10 +166,10 @@ def _sample_as_recorded(inner: Any, name: str, baseline: Baseline, source: str) 
         if recorded is None or sampling is None or sampling == recorded:
             return None
         raise JudgeChangedError(
-            f"judge changed ({source} was judged asking {_answers(recorded)} an ask, and "
-            f"{name} asks {_answers(sampling)} in this run: their scores do not compare): run "
-            "canon accept to record a baseline judged this way, or set judge_options samples: "
-            f"{recorded}; no regression was looked for"
+            f"judge changed ({source} was judged asking {answers_phrase(recorded)} an ask, and "
+            f"{name} asks {answers_phrase(sampling)} in this run: their scores do not "
+            "compare): run canon accept to record a baseline judged this way, or set "
+            f"judge_options samples: {recorded}; no regression was looked for"
         )
     wanted = 1 if recorded is None else recorded
     if wanted == 1 and baseline.logprobs is True:
@@ -180,5 +180,6 @@ def _sample_as_recorded(inner: Any, name: str, baseline: Baseline, source: str) 
     return wanted
 
 
-def _answers(count: int) -> str:
+def answers_phrase(count: int) -> str:
+    """``count`` answers in words: "one answer", "3 answers"."""
     return "one answer" if count == 1 else f"{count} answers"

@@ -10,7 +10,12 @@ from pathlib import Path
 import click
 
 from canon.check.pipeline import baseline_from_run, compare_run
-from canon.check.provenance import ReadAsRecorded, read_as_recorded, refuse_alias
+from canon.check.provenance import (
+    ReadAsRecorded,
+    answers_phrase,
+    read_as_recorded,
+    refuse_alias,
+)
 from canon.check.spend import run_usage
 from canon.cli.alignment_check import check_alignment, load_alignment, refuse_changed_judge
 from canon.cli.common import HELP_OPTIONS, config_option, docs_epilog, reports_errors
@@ -306,8 +311,7 @@ def as_recorded_notice(change: ReadAsRecorded, source: str) -> str:
         ways.append("from labels alone")
         settings.append("logprobs: auto")
     if change.samples is not None:
-        count = "one answer" if change.samples == 1 else f"{change.samples} answers"
-        ways.append(f"from {count} an ask")
+        ways.append(f"from {answers_phrase(change.samples)} an ask")
         settings.append("samples: auto")
     return (
         f"canon: {source} was judged {' and '.join(ways)}, so {change.judge} reads its answers "
