@@ -154,6 +154,35 @@ def test_a_baseline_judged_from_labels_is_checked_reading_labels_until_accepted_
     assert all(body.get("logprobs") is True for body in fake_llm.requests[asked:])
 
 
+def test_a_baseline_judged_from_one_answer_an_ask_is_checked_asking_one_and_says_so(
+    tmp_path, fake_llm
+):
+    project = _project(tmp_path)
+    env = model_env(fake_llm.base_url)
+    fake_llm.script("", "ANSWER: yes")
+    config = project / "canon.yaml"
+    config.write_text(CONFIG + "judge_options:\n  logprobs: false\n  samples: 1\n")
+    assert run_canon(project, "accept", "--quiet", env=env).returncode == 0
+    config.write_text(CONFIG + "judge_options:\n  logprobs: false\n")  # samples: auto
+    asked = len(fake_llm.requests)
+    checked = run_canon(project, "check", env=env)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert (
+        "baselines/one.json was judged from one answer an ask, so openai/fake-judge reads its "
+        'answers that way in this check too; run "canon accept" to record them as it reads '
+        "them by default (samples: auto" in checked.stderr
+    )
+    assert all("n" not in body for body in fake_llm.requests[asked:])
+    # told another number than its baseline says: refused before any call, exit 2
+    config.write_text(CONFIG + "judge_options:\n  logprobs: false\n  samples: 3\n")
+    asked = len(fake_llm.requests)
+    refused = run_canon(project, "check", env=env)
+    assert refused.returncode == 2, refused.stdout + refused.stderr
+    assert "baselines/one.json was judged asking one answer an ask" in refused.stderr
+    assert "set judge_options samples: 1" in refused.stderr
+    assert len(fake_llm.requests) == asked
+
+
 def test_a_judge_told_to_read_the_other_way_than_its_baseline_is_refused(tmp_path, fake_llm):
     # logprobs: true against a baseline judged from labels: the scores do not compare (a
     # sampling judge's unchanged suite read 36.5 % of checks as a confident REGRESSION so:
