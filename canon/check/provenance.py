@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from canon.core.baseline import Baseline
 from canon.errors import BaselineError, ConfigError
 from canon.judge.base import Judge, innermost, wrapped
+
+T = TypeVar("T")
 
 
 class JudgeChangedError(BaselineError):
@@ -82,19 +84,21 @@ def answering_change(baseline: Baseline, models: Sequence[str], *, source: str) 
 def reads_probabilities(judges: Sequence[Judge | None]) -> bool | None:
     """Whether the first model judge of ``judges`` reads its answers from log-probabilities
     (None: none has such a setting, a scripted or decision judge), for the baseline to say."""
-    for judge in judges:
-        found = None if judge is None else getattr(innermost(judge), "reads_probabilities", None)
-        if isinstance(found, bool):
-            return found
-    return None
+    return _model_setting(judges, "reads_probabilities", bool)
 
 
 def samples_asked(judges: Sequence[Judge | None]) -> int | None:
     """How many answers an ask the first model judge of ``judges`` asked for (None: none
     has such a setting), for the baseline to say."""
+    return _model_setting(judges, "samples", int)
+
+
+def _model_setting(judges: Sequence[Judge | None], name: str, kind: type[T]) -> T | None:
+    """The first of ``judges`` whose innermost judge has ``name`` of ``kind`` (a bool is not
+    an int here): that value, or None."""
     for judge in judges:
-        found = None if judge is None else getattr(innermost(judge), "samples", None)
-        if isinstance(found, int) and not isinstance(found, bool):
+        found = None if judge is None else getattr(innermost(judge), name, None)
+        if isinstance(found, kind) and (kind is bool or not isinstance(found, bool)):
             return found
     return None
 

@@ -469,9 +469,7 @@ class LiteLLMJudge:
         # for several): ask for the rest, at most one request a missing answer, and stop at
         # the first request that brings nothing (an endpoint answering with no choices at
         # all would otherwise be asked forever, outside every limit).
-        for _ in range(count - len(replies) if replies else 0):
-            if len(replies) >= count:
-                break
+        while replies and len(replies) < count:
             more = (await self._complete(body, count - len(replies)))[0].replies
             if not more:
                 break
@@ -490,7 +488,7 @@ class LiteLLMJudge:
                 fields = dropped
 
     def _drop_refused(
-        self, fields: dict[str, Any], exc: Exception, n: int = 1
+        self, fields: dict[str, Any], exc: Exception, n: int
     ) -> dict[str, Any] | None:
         """The request without what the endpoint said it does not take, for the rest of the
         run: a JSON schema (asked in text instead), several answers a request (``n``: one a

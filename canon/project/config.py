@@ -32,7 +32,7 @@ OtelMode = Literal["off", "on", "strict"]  # whether runs send their results as 
 _PATH_KEYS = ("constitution_path", "baselines_dir", "suite", "policy")
 # Settings passed through to the model judge (canon.judge.litellm_judge.LiteLLMJudge).
 JUDGE_OPTIONS = {
-    "samples": object,  # a whole number or "auto": checked below
+    "samples": int,  # or "auto" (_AUTO_OPTIONS)
     "temperature": float,
     "reask_temperature": float,
     "timeout": float,
@@ -46,6 +46,8 @@ JUDGE_OPTIONS = {
     "transport": str,
     "api_base": str,  # an OpenAI-compatible endpoint of one's own (llama.cpp, vLLM, a proxy)
 }
+# Numeric judge options that also take "auto" (the judge works the number out).
+_AUTO_OPTIONS = frozenset({"samples"})
 # The range each numeric judge option must lie in: a typo such as max_tokens: -5 or
 # timeout: 1e308 is refused here, naming the key, instead of misbehaving at run time.
 JUDGE_OPTION_BOUNDS: dict[str, tuple[int | float, int | float]] = {
@@ -333,8 +335,9 @@ def _judge_options(raw: object, source: Path, setting: str = "judge_options") ->
                 f"{did_you_mean([str(key)], JUDGE_OPTIONS)}; known options are "
                 f"{', '.join(sorted(JUDGE_OPTIONS))}"
             )
-        if key == "samples":
-            kind = object if value == "auto" else int
+        if key in _AUTO_OPTIONS and value == "auto":
+            options[str(key)] = value
+            continue
         fits = (
             kind is object
             or (kind is str and isinstance(value, str))
@@ -349,15 +352,11 @@ def _judge_options(raw: object, source: Path, setting: str = "judge_options") ->
             wanted = {bool: "true or false", int: "a whole number", float: "a number"}.get(
                 kind, "text"
             )
-            if key == "samples":
-                wanted = "a whole number or auto"
+            if key in _AUTO_OPTIONS:
+                wanted += " or auto"
             raise ConfigError(f"{source}: {label} {key!r} must be {wanted}, got {value!r}")
         bounds = JUDGE_OPTION_BOUNDS.get(str(key))
-        if (
-            bounds is not None
-            and value != "auto"
-            and not (math.isfinite(value) and bounds[0] <= value <= bounds[1])
-        ):
+        if bounds is not None and not (math.isfinite(value) and bounds[0] <= value <= bounds[1]):
             raise ConfigError(
                 f"{source}: {label} {key!r} must be between {bounds[0]} and "
                 f"{bounds[1]}, got {value!r}"

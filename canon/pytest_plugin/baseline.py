@@ -139,7 +139,7 @@ class CanonBaseline:
                     source=str(self._session.path),
                     remedy=f"compare the judges, then {ACCEPT_HINT}",
                 )
-                # judged from labels: read labels too, so the two compare (docs/judge.md)
+                # read the answers as the baseline's were read, so the two compare
                 read_as_recorded(
                     (plan.judge, plan.confirm_judge), baseline, source=str(self._session.path)
                 )
